@@ -1,0 +1,68 @@
+#!/usr/bin/env node
+// Runs the compiled tests (dist/**/*.test.js) with node's test runner, after preparing one
+// migrated database template for the whole run. `npm test -- auth webhooks` runs only the test
+// files whose path contains one of the words. On DATABASE_URL the tests use PostgreSQL.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+
+const root = new URL('..', import.meta.url).pathname;
+const filters = process.argv.slice(2);
+const suite = process.env.PLAZA_TEST_SUITE ?? 'unit';
+
+function findTests(dir) {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return findTests(path);
+    return name.endsWith('.test.js') ? [path] : [];
+  });
+}
+
+const isReliability = (file) => file.includes('/reliability/');
+const files = findTests(join(root, 'dist'))
+  .filter((file) => (suite === 'reliability' ? isReliability(file) : !isReliability(file)))
+  .filter((file) => filters.length === 0 || filters.some((word) => relative(root, file).includes(word)))
+  .sort();
+if (files.length === 0) {
+  console.error(`No test files match ${filters.join(' ') || '(all)'}.`);
+  process.exit(1);
+}
+
+const { migrate } = await import('../dist/src/db/migrate.js');
+const env = { ...process.env };
+const cleanups = [];
+
+if (process.env.DATABASE_URL) {
+  const { withAdminClient, withDatabase } = await import('../dist/src/testing/test-database.js');
+  const { openPostgres } = await import('../dist/src/db/postgres.js');
+  const template = `plaza_test_template_${process.pid}`;
+  await withAdminClient(process.env.DATABASE_URL, async (admin) => {
+    // Copies of earlier runs that were killed before their cleanup.
+    const stale = await admin.query(`SELECT datname FROM pg_database WHERE datname LIKE 'plaza_test_%'`);
+    for (const { datname } of stale.rows) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`).catch(() => {});
+    await admin.query(`CREATE DATABASE ${template}`);
+  });
+  const db = openPostgres({ connectionString: withDatabase(process.env.DATABASE_URL, template), poolSize: 1, connectTimeoutMs: 5000, statementTimeoutMs: 60_000 });
+  await migrate(db);
+  await db.close();
+  env.PLAZA_TEST_TEMPLATE_DB = template;
+  cleanups.push(() => withAdminClient(process.env.DATABASE_URL, (admin) => admin.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`)));
+} else {
+  const { PGlite } = await import('@electric-sql/pglite');
+  const { wrapPGlite } = await import('../dist/src/db/pglite.js');
+  const dir = mkdtempSync(join(tmpdir(), 'plaza-test-'));
+  const pglite = await PGlite.create();
+  await migrate(wrapPGlite(pglite));
+  const dump = await pglite.dumpDataDir('none');
+  writeFileSync(join(dir, 'template.tar'), Buffer.from(await dump.arrayBuffer()));
+  await pglite.close();
+  env.PLAZA_TEST_PGLITE_DUMP = join(dir, 'template.tar');
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+}
+
+const concurrency = process.env.PLAZA_TEST_CONCURRENCY ?? '2';
+const child = spawn(process.execPath, ['--enable-source-maps', '--test', `--test-concurrency=${concurrency}`, ...files], { env, stdio: 'inherit' });
+const code = await new Promise((resolve) => child.on('exit', (exitCode, signal) => resolve(exitCode ?? (signal ? 1 : 0))));
+for (const cleanup of cleanups) await Promise.resolve().then(cleanup).catch(() => {});
+process.exit(code);

@@ -1,0 +1,92 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyServerOptions,
+  type RawReplyDefaultExpression,
+  type RawRequestDefaultExpression,
+  type RawServerDefault,
+} from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Clock } from './clock.js';
+import { systemClock } from './clock.js';
+import type { Config } from './config.js';
+import type { Database } from './db/database.js';
+import type { Keys } from './keys.js';
+import { registerOpenApi } from './http/openapi.js';
+import { registerProblemHandlers } from './http/problem.js';
+import { createValidatorCompiler } from './http/validation.js';
+import { healthRoutes } from './http/health.routes.js';
+import { authRoutes } from './auth/auth.routes.js';
+import { productRoutes } from './products/products.routes.js';
+import { webhookRoutes } from './webhooks/webhooks.routes.js';
+import { eventRoutes } from './events/events.routes.js';
+import { deliveryRoutes } from './delivery/deliveries.routes.js';
+
+/** Everything the HTTP API needs from the outside; tests pass their own database and clock. */
+export interface AppDeps {
+  config: Config;
+  db: Database;
+  keys: Keys;
+  clock?: Clock;
+  /** A pino logger, or false for none (tests). Defaults to JSON logs at LOG_LEVEL. */
+  logger?: FastifyBaseLogger | false;
+}
+
+/** What route plugins receive: the deps with the clock resolved. */
+export type FeatureDeps = Required<Omit<AppDeps, 'logger'>>;
+
+export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
+
+// Secrets never reach the logs, whatever a log line carries.
+export const REDACTED_PATHS = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  '*.password',
+  '*.refresh_token',
+  '*.token',
+  '*.secret',
+  '*.headers.authorization',
+];
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export async function buildApp(deps: AppDeps): Promise<App> {
+  const { config } = deps;
+  const feature: FeatureDeps = { config, db: deps.db, keys: deps.keys, clock: deps.clock ?? systemClock };
+
+  const options: FastifyServerOptions = {
+    bodyLimit: config.BODY_LIMIT_BYTES,
+    // Trust exactly TRUST_PROXY hops of X-Forwarded-For; a client cannot spoof its way past them.
+    trustProxy: (_address: string, hop: number) => hop < config.TRUST_PROXY,
+    // A caller's X-Request-Id is kept when it is sane, so that logs join across services.
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  };
+  if (deps.logger === false) options.logger = false;
+  else if (deps.logger) options.loggerInstance = deps.logger;
+  else options.logger = { level: config.LOG_LEVEL, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } };
+
+  const app = Fastify(options).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
+
+  app.setValidatorCompiler(createValidatorCompiler());
+  // Only JSON bodies are part of the API; anything else is 415.
+  app.removeContentTypeParser('text/plain');
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  registerProblemHandlers(app, config.DATABASE_RETRY_AFTER_SECONDS);
+  await registerOpenApi(app);
+
+  await app.register(healthRoutes, feature);
+  await app.register(authRoutes, feature);
+  await app.register(productRoutes, feature);
+  await app.register(webhookRoutes, feature);
+  await app.register(eventRoutes, feature);
+  await app.register(deliveryRoutes, feature);
+  return app;
+}

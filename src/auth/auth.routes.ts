@@ -1,0 +1,5 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FeatureDeps } from '../app.js';
+
+// PLACEHOLDER: replaced by the feature's implementation.
+export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async () => {};

@@ -1,0 +1,44 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { projectRoot } from '../paths.js';
+import type { Database } from './database.js';
+
+export const migrationsDir = join(projectRoot, 'migrations');
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export function readMigrations(dir = migrationsDir): Migration[] {
+  return readdirSync(dir)
+    .filter((file) => /^\d{3}_[a-z0-9_]+\.sql$/.test(file))
+    .sort()
+    .map((file) => ({ version: Number(file.slice(0, 3)), name: file.replace(/\.sql$/, ''), sql: readFileSync(join(dir, file), 'utf8') }));
+}
+
+/**
+ * Applies the forward-only migrations not yet recorded, each in its own transaction.
+ * An advisory lock lets several processes start against one PostgreSQL at once.
+ * Returns the names of the migrations it applied.
+ */
+export async function migrate(db: Database, migrations = readMigrations()): Promise<string[]> {
+  await db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version integer PRIMARY KEY,
+    name text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+  )`);
+  const applied: string[] = [];
+  for (const migration of migrations) {
+    await db.transaction(async (tx) => {
+      await tx.query(`SELECT pg_advisory_xact_lock(hashtext('plaza:migrate'))`);
+      const done = await tx.query(`SELECT 1 FROM schema_migrations WHERE version = $1`, [migration.version]);
+      if (done.rowCount > 0) return;
+      await tx.exec(migration.sql);
+      await tx.query(`INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, [migration.version, migration.name]);
+      applied.push(migration.name);
+    });
+  }
+  return applied;
+}

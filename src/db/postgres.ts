@@ -1,0 +1,161 @@
+import pg from 'pg';
+import type { Database, Queryable, QueryResult } from './database.js';
+import { DatabaseUnavailableError, isUnavailable } from './database.js';
+
+// int8 (counts, bigserial ids) as numbers, as PGlite returns them: our ids stay below 2^53.
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === 20 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+export interface PostgresOptions {
+  connectionString: string;
+  poolSize: number;
+  connectTimeoutMs: number;
+  statementTimeoutMs: number;
+  onError?: (error: Error) => void;
+}
+
+/** Translates "the server is not there" into DatabaseUnavailableError so the API can say 503. */
+async function guard<T>(operation: () => Promise<T>): Promise<T> {
+  try {
+    return await operation();
+  } catch (error) {
+    throw isUnavailable(error) ? new DatabaseUnavailableError(error) : error;
+  }
+}
+
+function queryable(client: pg.Pool | pg.PoolClient): Queryable {
+  return {
+    query: <Row>(sql: string, params: readonly unknown[] = []) =>
+      guard(async (): Promise<QueryResult<Row>> => {
+        const result = await client.query(sql, params as unknown[]);
+        return { rows: result.rows as Row[], rowCount: result.rowCount ?? result.rows.length };
+      }),
+    exec: (sql: string) => guard(async () => void (await client.query(sql))),
+  };
+}
+
+export function openPostgres(options: PostgresOptions): Database {
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.poolSize,
+    connectionTimeoutMillis: options.connectTimeoutMs,
+    statement_timeout: options.statementTimeoutMs,
+    idleTimeoutMillis: 30_000,
+    types,
+  });
+  // An idle client whose server went away emits here; without a listener the process would exit.
+  pool.on('error', (error) => options.onError?.(error));
+  const listener = new NotificationListener(options);
+
+  return {
+    engine: 'postgres',
+    ...queryable(pool),
+    async transaction(work) {
+      const client = await guard(() => pool.connect());
+      let broken: Error | undefined;
+      try {
+        await guard(() => client.query('BEGIN'));
+        const result = await work(queryable(client));
+        await guard(() => client.query('COMMIT'));
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch((rollbackError: Error) => {
+          broken = rollbackError;
+        });
+        throw error;
+      } finally {
+        client.release(broken);
+      }
+    },
+    listen: (channel, onNotification) => listener.listen(channel, onNotification),
+    async close() {
+      await listener.close();
+      await pool.end();
+    },
+  };
+}
+
+/**
+ * One dedicated connection for LISTEN. When it drops (database restart) it reconnects and
+ * listens again; in between, the delivery worker's slow poll keeps work moving.
+ */
+class NotificationListener {
+  private client: pg.Client | undefined;
+  private connecting: Promise<void> | undefined;
+  private readonly handlers = new Map<string, Set<(payload: string) => void>>();
+  private closed = false;
+  private retryTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: PostgresOptions) {}
+
+  async listen(channel: string, onNotification: (payload: string) => void): Promise<() => Promise<void>> {
+    let set = this.handlers.get(channel);
+    const isNew = !set;
+    if (!set) this.handlers.set(channel, (set = new Set()));
+    set.add(onNotification);
+    await this.connect();
+    if (isNew) await this.client?.query(`LISTEN ${quoteIdentifier(channel)}`).catch(() => this.reconnectSoon());
+    return async () => {
+      set.delete(onNotification);
+      if (set.size === 0) {
+        this.handlers.delete(channel);
+        await this.client?.query(`UNLISTEN ${quoteIdentifier(channel)}`).catch(() => {});
+      }
+    };
+  }
+
+  private connect(): Promise<void> {
+    if (this.client || this.closed) return Promise.resolve();
+    this.connecting ??= (async () => {
+      const client = new pg.Client({ connectionString: this.options.connectionString, connectionTimeoutMillis: this.options.connectTimeoutMs });
+      client.on('error', (error) => {
+        this.options.onError?.(error);
+        this.reconnectSoon();
+      });
+      client.on('end', () => this.reconnectSoon());
+      client.on('notification', (message) => {
+        for (const handler of this.handlers.get(message.channel) ?? []) handler(message.payload ?? '');
+      });
+      try {
+        await client.connect();
+        for (const channel of this.handlers.keys()) await client.query(`LISTEN ${quoteIdentifier(channel)}`);
+        this.client = client;
+      } catch (error) {
+        this.options.onError?.(error as Error);
+        client.end().catch(() => {});
+        this.reconnectSoon();
+      } finally {
+        this.connecting = undefined;
+      }
+    })();
+    return this.connecting;
+  }
+
+  private reconnectSoon(): void {
+    const old = this.client;
+    this.client = undefined;
+    old?.removeAllListeners('end');
+    old?.end().catch(() => {});
+    if (this.closed || this.retryTimer || this.handlers.size === 0) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      void this.connect();
+    }, 1000);
+    this.retryTimer.unref();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.retryTimer);
+    const client = this.client;
+    this.client = undefined;
+    client?.removeAllListeners('end');
+    await client?.end().catch(() => {});
+  }
+}
+
+function quoteIdentifier(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}

@@ -1,0 +1,27 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { FeatureDeps } from '../app.js';
+import { AppError } from './errors.js';
+import { problemResponses } from './openapi.js';
+
+const Status = Type.Object({ status: Type.String() });
+
+export const healthRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, { db, config }) => {
+  app.get('/healthz', { schema: { tags: ['operations'], summary: 'The process is alive', response: { 200: Status } } }, async () => ({ status: 'ok' }));
+
+  app.get(
+    '/readyz',
+    { schema: { tags: ['operations'], summary: 'The database is reachable', response: { 200: Status, ...problemResponses(503) } } },
+    async () => {
+      try {
+        await db.query('SELECT 1');
+      } catch (error) {
+        throw new AppError('service_unavailable', 'The database is unreachable.', {
+          headers: { 'retry-after': String(config.DATABASE_RETRY_AFTER_SECONDS) },
+          extensions: { reason: error instanceof Error ? error.constructor.name : 'unknown' },
+        });
+      }
+      return { status: 'ready' };
+    },
+  );
+};

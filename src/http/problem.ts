@@ -1,0 +1,100 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isUnavailable } from '../db/database.js';
+import { AppError, errorCatalog, type ErrorCode, type FieldError } from './errors.js';
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+/** Builds the RFC 9457 body; `type` names the code so that it can be looked up in docs/errors.md. */
+export function problemBody(code: ErrorCode, detail: string, requestId: string, extra: Record<string, unknown> = {}) {
+  const { status, title } = errorCatalog[code];
+  return { type: `urn:plaza:problem:${code}`, title, status, detail, code, request_id: requestId, ...extra };
+}
+
+export function sendProblem(reply: FastifyReply, error: AppError): FastifyReply {
+  const extra: Record<string, unknown> = { ...error.options.extensions };
+  if (error.options.errors) extra.errors = error.options.errors;
+  for (const [name, value] of Object.entries(error.options.headers ?? {})) reply.header(name, value);
+  return reply
+    .code(error.status)
+    .type(PROBLEM_CONTENT_TYPE)
+    .send(problemBody(error.code, error.detail, String(reply.request.id), extra));
+}
+
+interface AjvIssue {
+  instancePath: string;
+  keyword: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+const PART_NAMES: Record<string, string> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' };
+
+/** One entry per bad field, as `body.callback_url`, from Ajv's issues. */
+export function fieldErrors(context: string | undefined, issues: AjvIssue[]): FieldError[] {
+  const part = PART_NAMES[context ?? 'body'] ?? context ?? 'body';
+  const seen = new Set<string>();
+  const errors: FieldError[] = [];
+  for (const issue of issues) {
+    let path = issue.instancePath.split('/').filter(Boolean).join('.');
+    let message = issue.message ?? 'is not valid';
+    if (issue.keyword === 'required') path = [path, String(issue.params.missingProperty)].filter(Boolean).join('.');
+    if (issue.keyword === 'additionalProperties') {
+      path = [path, String(issue.params.additionalProperty)].filter(Boolean).join('.');
+      message = 'is not a known field';
+    }
+    const field = path ? `${part}.${path}` : part;
+    const key = `${field}:${message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    errors.push({ field, message });
+  }
+  return errors;
+}
+
+/** Maps whatever was thrown to one AppError; unknown errors become a generic 500. */
+export function toAppError(error: FastifyError | Error, retryAfterSeconds: number): AppError {
+  if (error instanceof AppError) return error;
+  const e = error as FastifyError & { validationContext?: string };
+  if (e.validation) {
+    const errors = fieldErrors(e.validationContext, e.validation as unknown as AjvIssue[]);
+    return new AppError('validation_failed', errors.map((x) => `${x.field} ${x.message}`).join('; '), { errors });
+  }
+  if (isUnavailable(error)) {
+    return new AppError('service_unavailable', 'The database is unreachable; retry later.', { headers: { 'retry-after': String(retryAfterSeconds) } });
+  }
+  switch (e.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError('payload_too_large', 'The request body is larger than the limit.');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new AppError(e.statusCode === 415 ? 'unsupported_media_type' : 'validation_failed', e.statusCode === 415 ? 'Send the body as application/json.' : 'The Content-Length header does not match the body.');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new AppError('malformed_json', 'The body is empty although Content-Type is application/json.');
+  }
+  if (e.statusCode === 400 && (error instanceof SyntaxError || /JSON|prototype|constructor/i.test(error.message))) {
+    return new AppError('malformed_json', 'The body is not valid JSON.');
+  }
+  if (e.statusCode === 415) return new AppError('unsupported_media_type', 'Send the body as application/json.');
+  if (e.statusCode === 413) return new AppError('payload_too_large', 'The request body is larger than the limit.');
+  if (e.statusCode === 405) return new AppError('method_not_allowed');
+  if (e.statusCode !== undefined && e.statusCode >= 400 && e.statusCode < 500) {
+    return new AppError('validation_failed', 'The request is not valid.');
+  }
+  return new AppError('internal_error', 'The operation failed. The request id identifies it in the logs.');
+}
+
+export function registerProblemHandlers(app: FastifyInstance, retryAfterSeconds: number): void {
+  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const appError = toAppError(error, retryAfterSeconds);
+    if (appError.status >= 500) {
+      // 5xx bodies are generic; the cause goes to the log only.
+      request.log.error({ err: error }, 'request failed');
+    } else if (!(error instanceof AppError)) {
+      request.log.info({ code: appError.code, reason: error.message }, 'request rejected');
+    }
+    return sendProblem(reply, appError);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(reply, new AppError('not_found', `No route for ${request.method} ${request.url.split('?')[0]}.`)),
+  );
+}
