@@ -1,0 +1,88 @@
+import { randomUUID } from 'node:crypto';
+import { errors, jwtVerify, SignJWT, type JWTHeaderParameters, type JWTPayload } from 'jose';
+import type { Role } from '../accounts/accounts.repository.js';
+import type { Config } from '../config.js';
+import { ALGORITHM, type Keys } from '../keys.js';
+
+/** The user and session an access token speaks for. The seller in context comes only from here. */
+export interface Principal {
+  userId: number;
+  sessionId: string;
+  sellerId: number;
+  role: Role;
+  marketplaceCode: string | null;
+  tokenId: string;
+}
+
+export const ACCESS_TOKEN_TYPE = 'at+jwt';
+
+interface AccessClaims extends JWTPayload {
+  sid: string;
+  seller_id: number;
+  role: Role;
+  mkt?: string;
+}
+
+export type TokenSubject = Omit<Principal, 'tokenId'>;
+
+/** Signs a stateless access token (RFC 9068 shape: typ at+jwt, kid, iss, aud, sub, exp, jti). */
+export async function issueAccessToken(keys: Keys, config: Config, subject: TokenSubject, now: Date): Promise<string> {
+  const iat = Math.floor(now.getTime() / 1000);
+  const claims: AccessClaims = { sid: subject.sessionId, seller_id: subject.sellerId, role: subject.role };
+  if (subject.marketplaceCode) claims.mkt = subject.marketplaceCode;
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: ALGORITHM, typ: ACCESS_TOKEN_TYPE, kid: keys.signing.kid })
+    .setIssuer(config.JWT_ISSUER)
+    .setAudience(config.JWT_AUDIENCE)
+    .setSubject(String(subject.userId))
+    .setIssuedAt(iat)
+    .setExpirationTime(iat + config.ACCESS_TOKEN_TTL_SECONDS)
+    .setJti(randomUUID())
+    .sign(keys.signing.privateKey);
+}
+
+export class InvalidAccessTokenError extends Error {}
+
+/**
+ * Verifies an access token: the algorithm is pinned (no `none`, no HMAC confusion), the key is
+ * chosen by kid among the configured verification keys only, typ/iss/aud/exp are checked.
+ */
+export async function verifyAccessToken(keys: Keys, config: Config, token: string, now: Date): Promise<Principal> {
+  try {
+    const { payload } = await jwtVerify<AccessClaims>(
+      token,
+      (header: JWTHeaderParameters) => {
+        const key = header.kid === undefined ? undefined : keys.verification.get(header.kid);
+        if (!key) throw new InvalidAccessTokenError('unknown kid');
+        return key;
+      },
+      {
+        algorithms: [ALGORITHM],
+        typ: ACCESS_TOKEN_TYPE,
+        issuer: config.JWT_ISSUER,
+        audience: config.JWT_AUDIENCE,
+        clockTolerance: config.JWT_CLOCK_TOLERANCE_SECONDS,
+        currentDate: now,
+        requiredClaims: ['sub', 'sid', 'seller_id', 'role', 'iat', 'exp', 'jti'],
+      },
+    );
+    const userId = Number(payload.sub);
+    if (!Number.isSafeInteger(userId) || !Number.isSafeInteger(payload.seller_id) || typeof payload.sid !== 'string' || !['seller', 'marketplace', 'admin'].includes(payload.role)) {
+      throw new InvalidAccessTokenError('malformed claims');
+    }
+    return {
+      userId,
+      sessionId: payload.sid,
+      sellerId: payload.seller_id,
+      role: payload.role,
+      marketplaceCode: typeof payload.mkt === 'string' ? payload.mkt : null,
+      tokenId: String(payload.jti),
+    };
+  } catch (error) {
+    if (error instanceof InvalidAccessTokenError) throw error;
+    if (error instanceof errors.JOSEError || error instanceof TypeError || error instanceof SyntaxError) {
+      throw new InvalidAccessTokenError((error as Error).message);
+    }
+    throw error;
+  }
+}

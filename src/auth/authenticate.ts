@@ -1,0 +1,38 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FeatureDeps } from '../app.js';
+import { AppError } from '../http/errors.js';
+import { InvalidAccessTokenError, verifyAccessToken, type Principal } from './access-tokens.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal?: Principal;
+  }
+}
+
+const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*)$/i;
+
+function unauthorized(detail: string): AppError {
+  return new AppError('unauthorized', detail, { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
+}
+
+/** A preHandler that requires `Authorization: Bearer <access token>` and sets request.principal. */
+export function authenticate({ keys, config, clock }: FeatureDeps) {
+  return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
+    const header = request.headers.authorization;
+    if (!header) throw new AppError('unauthorized', 'Send Authorization: Bearer <access token>.', { headers: { 'www-authenticate': 'Bearer' } });
+    const match = BEARER.exec(header);
+    if (!match) throw unauthorized('The Authorization header does not carry a bearer access token.');
+    try {
+      request.principal = await verifyAccessToken(keys, config, match[1]!, clock.now());
+    } catch (error) {
+      if (error instanceof InvalidAccessTokenError) throw unauthorized('The access token is invalid or expired.');
+      throw error;
+    }
+  };
+}
+
+/** The principal of a route behind `authenticate`. */
+export function principalOf(request: FastifyRequest): Principal {
+  if (!request.principal) throw new AppError('unauthorized');
+  return request.principal;
+}
