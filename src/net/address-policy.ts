@@ -1,0 +1,58 @@
+import ipaddr from 'ipaddr.js';
+
+type Address = ipaddr.IPv4 | ipaddr.IPv6;
+export type Network = [Address, number];
+
+/** Parses WEBHOOK_ALLOWED_NETWORKS ("127.0.0.0/8, ::1/128"); throws naming a bad entry. */
+export function parseNetworks(list: string): Network[] {
+  return list
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean)
+    .map((entry) => {
+      try {
+        return ipaddr.parseCIDR(entry);
+      } catch {
+        throw new Error(`"${entry}" is not a CIDR range (like 127.0.0.0/8)`);
+      }
+    });
+}
+
+/**
+ * The IPv4 address hidden in an IPv6 one (IPv4-mapped ::ffff:a.b.c.d, NAT64 64:ff9b::/96,
+ * IPv4-compatible ::a.b.c.d), so that the IPv4 rules apply to it as well.
+ */
+function unwrap(address: Address): Address {
+  if (address.kind() !== 'ipv6') return address;
+  const v6 = address as ipaddr.IPv6;
+  if (v6.isIPv4MappedAddress()) return v6.toIPv4Address();
+  const parts = v6.parts;
+  const embedded = () => new ipaddr.IPv4([parts[6]! >> 8, parts[6]! & 0xff, parts[7]! >> 8, parts[7]! & 0xff]);
+  const isNat64 = parts[0] === 0x64 && parts[1] === 0xff9b && parts.slice(2, 6).every((part) => part === 0);
+  const isCompatible = parts.slice(0, 6).every((part) => part === 0) && (parts[6] !== 0 || parts[7]! > 1);
+  return isNat64 || isCompatible ? embedded() : address;
+}
+
+/**
+ * The range an address falls in, as ipaddr.js names it ('unicast' is the public internet;
+ * 'loopback', 'private', 'linkLocal' (169.254.169.254, the cloud metadata address),
+ * 'carrierGradeNat', 'multicast', 'unspecified', 'reserved', 'uniqueLocal', … are not).
+ * Returns 'invalid' for text that is not an IP address.
+ */
+export function addressRange(text: string): string {
+  if (!ipaddr.isValid(text)) return 'invalid';
+  return unwrap(ipaddr.parse(text)).range();
+}
+
+/** Whether a callback may connect to this address: public unicast, or inside an allowed network. */
+export function isAddressAllowed(text: string, allowed: readonly Network[]): boolean {
+  if (!ipaddr.isValid(text)) return false;
+  const raw = ipaddr.parse(text);
+  const address = unwrap(raw);
+  for (const [network, bits] of allowed) {
+    for (const candidate of [address, raw]) {
+      if (candidate.kind() === network.kind() && candidate.match([network, bits] as never)) return true;
+    }
+  }
+  return address.range() === 'unicast';
+}
