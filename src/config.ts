@@ -15,10 +15,10 @@ export const ConfigSchema = Type.Object({
   // Server
   HOST: Text('0.0.0.0', 'Interface the HTTP server binds to.'),
   PORT: Integer(3000, 'TCP port of the HTTP API.', 0, 65535),
-  LOG_LEVEL: Type.Union(
-    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
-    { default: 'info', description: 'Minimum level of the JSON logs written to standard output.' },
-  ),
+  LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+    default: 'info',
+    description: 'Minimum level of the JSON logs written to standard output: fatal, error, warn, info, debug, trace or silent.',
+  }),
   TRUST_PROXY: Integer(0, 'How many reverse-proxy hops in front of Plaza to trust for X-Forwarded-For. 0 uses the socket address only.', 0, 10),
   BODY_LIMIT_BYTES: Integer(1_048_576, 'Largest accepted request body; larger bodies get 413.', 1024),
   SHUTDOWN_TIMEOUT_MS: Integer(10_000, 'On SIGTERM/SIGINT, how long in-flight requests and sends may take before the process exits.', 0),
@@ -68,6 +68,7 @@ export const ConfigSchema = Type.Object({
   DELIVERY_POLL_INTERVAL_MS: Integer(5000, 'Safety-net poll for due deliveries (LISTEN/NOTIFY wakes the worker sooner).', 50),
   DELIVERY_DISABLE_AFTER_DAYS: Integer(5, 'A webhook failing for this many days without one success is disabled.', 1),
   DELIVERY_RETENTION_DAYS: Integer(30, 'Finished deliveries, their attempts and event payloads older than this are pruned.', 1),
+  DELIVERY_REPLAY_MAX_DAYS: Integer(14, 'How far back POST …/webhooks/{code}/replay may reach for failed deliveries.', 1),
 });
 
 export type Config = Static<typeof ConfigSchema>;
@@ -85,11 +86,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const withDefaults = Value.Default(ConfigSchema, Value.Convert(ConfigSchema, raw));
   const errors = Value.Errors(ConfigSchema, withDefaults);
   if (errors.length > 0) {
-    const lines = errors.map((error) => {
+    // One line per variable: the first complaint about it is enough to act on.
+    const lines = new Map<string, string>();
+    for (const error of errors) {
       const name = error.instancePath.replace(/^\//, '') || '(config)';
-      return `${name}=${JSON.stringify(env[name] ?? '')}: ${error.message}`;
-    });
-    throw new ConfigError(`Invalid configuration:\n  ${lines.join('\n  ')}`);
+      if (!lines.has(name)) lines.set(name, `${name}=${JSON.stringify(env[name] ?? '')}: ${error.message}`);
+    }
+    throw new ConfigError(`Invalid configuration:\n  ${[...lines.values()].join('\n  ')}`);
   }
   return withDefaults as Config;
 }

@@ -1,0 +1,38 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import { renderConfigDocs } from './config-docs.js';
+import { ConfigError, loadConfig } from './config.js';
+import { projectRoot } from './paths.js';
+
+test('defaults apply when the environment is empty', () => {
+  const config = loadConfig({});
+  assert.equal(config.PORT, 3000);
+  assert.equal(config.DATA_DIR, './data');
+  assert.equal(config.ACCESS_TOKEN_TTL_SECONDS, 900);
+  assert.equal(config.REFRESH_TOKEN_TTL_SECONDS, 604_800);
+  assert.equal(config.DATABASE_URL, undefined);
+});
+
+test('values are converted from their text', () => {
+  const config = loadConfig({ PORT: '8080', DELIVERY_RETRY_JITTER: '0.5', DATABASE_URL: 'postgres://x@y/z' });
+  assert.equal(config.PORT, 8080);
+  assert.equal(config.DELIVERY_RETRY_JITTER, 0.5);
+  assert.equal(config.DATABASE_URL, 'postgres://x@y/z');
+});
+
+test('a wrong value stops start-up with a message naming every bad variable', () => {
+  assert.throws(
+    () => loadConfig({ PORT: 'eighty', LOG_LEVEL: 'loud', REFRESH_REUSE_GRACE_SECONDS: '-1' }),
+    (error: unknown) => {
+      assert.ok(error instanceof ConfigError);
+      for (const name of ['PORT', 'LOG_LEVEL', 'REFRESH_REUSE_GRACE_SECONDS']) assert.match(error.message, new RegExp(`${name}=`));
+      return true;
+    },
+  );
+});
+
+test('docs/configuration.md is generated from the schema and up to date', () => {
+  const onDisk = readFileSync(`${projectRoot}docs/configuration.md`, 'utf8');
+  assert.equal(onDisk, renderConfigDocs(), 'run `npm run docs:config` after changing src/config.ts');
+});
