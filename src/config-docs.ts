@@ -11,7 +11,7 @@ export function renderConfigDocs(): string {
     '',
     'Plaza reads its whole configuration from environment variables, validated at start against one schema',
     '(`src/config.ts`). A wrong value stops start-up with a message that names the variable. This page is',
-    'generated from that schema by `npm run docs:config`; a test fails when it is out of date.',
+    'generated from that schema by `npm run docs:generate`; a test fails when it is out of date.',
     '',
     '| Variable | Default | Meaning |',
     '|---|---|---|',

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { renderConfigDocs } from './config-docs.js';
+import { renderErrorDocs } from './http/errors-docs.js';
 import { ConfigError, loadConfig } from './config.js';
 import { projectRoot } from './paths.js';
 
@@ -34,5 +35,10 @@ test('a wrong value stops start-up with a message naming every bad variable', ()
 
 test('docs/configuration.md is generated from the schema and up to date', () => {
   const onDisk = readFileSync(`${projectRoot}docs/configuration.md`, 'utf8');
-  assert.equal(onDisk, renderConfigDocs(), 'run `npm run docs:config` after changing src/config.ts');
+  assert.equal(onDisk, renderConfigDocs(), 'run `npm run docs:generate` after changing src/config.ts');
+});
+
+test('docs/errors.md lists every error code', () => {
+  const onDisk = readFileSync(`${projectRoot}docs/errors.md`, 'utf8');
+  assert.equal(onDisk, renderErrorDocs(), 'run `npm run docs:generate` after changing src/http/errors.ts');
 });

@@ -27,7 +27,11 @@ export async function serve(config: Config, role: Role): Promise<void> {
   const db = await openDatabase(config, (error) => logger.warn({ err: error }, 'database connection error'));
   await migrateWhenReachable(db, logger);
   const keys = await loadKeys(config);
-  if ((await countUsers(db)) === 0) logger.warn(FIRST_USER_HINT);
+  if ((await countUsers(db)) === 0) {
+    logger.warn('no user exists yet');
+    // Said in plain words too: a person starting Plaza for the first time reads this, not a log parser.
+    process.stderr.write(`\n${FIRST_USER_HINT}\n\n`);
+  }
 
   const app = role === 'worker' ? undefined : await buildApp({ config, db, keys, logger });
   let worker: DeliveryWorker | undefined;
