@@ -19,6 +19,15 @@ function findTests(dir) {
   });
 }
 
+function isAlive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return error.code === 'EPERM';
+  }
+}
+
 const isReliability = (file) => file.includes('/reliability/');
 const files = findTests(join(root, 'dist'))
   .filter((file) => (suite === 'reliability' ? isReliability(file) : !isReliability(file)))
@@ -38,9 +47,13 @@ if (process.env.DATABASE_URL) {
   const { openPostgres } = await import('../dist/src/db/postgres.js');
   const template = `plaza_test_template_${process.pid}`;
   await withAdminClient(process.env.DATABASE_URL, async (admin) => {
-    // Copies of earlier runs that were killed before their cleanup.
-    const stale = await admin.query(`SELECT datname FROM pg_database WHERE datname LIKE 'plaza_test_%'`);
-    for (const { datname } of stale.rows) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`).catch(() => {});
+    // Copies left by runs that were killed before their cleanup; their names carry the pid of their
+    // creator, so the databases of runs still going on (another terminal, CI) are left alone.
+    const stale = await admin.query(`SELECT datname FROM pg_database WHERE datname ~ '^plaza_test_(template_)?[0-9]+'`);
+    for (const { datname } of stale.rows) {
+      const pid = Number(/^plaza_test_(?:template_)?(\d+)/.exec(datname)[1]);
+      if (!isAlive(pid)) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`).catch(() => {});
+    }
     await admin.query(`CREATE DATABASE ${template}`);
   });
   const db = openPostgres({ connectionString: withDatabase(process.env.DATABASE_URL, template), poolSize: 1, connectTimeoutMs: 5000, statementTimeoutMs: 60_000 });
