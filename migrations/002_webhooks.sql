@@ -5,12 +5,15 @@ CREATE TABLE webhooks (
   tenant_kind text NOT NULL CHECK (tenant_kind IN ('seller', 'marketplace', 'admin')),
   tenant_id text NOT NULL,
   marketplace_code text NOT NULL REFERENCES marketplaces (code),
-  code text NOT NULL CHECK (code ~ '^[A-Za-z0-9_-]{1,100}$'),
-  name text NOT NULL,
+  -- Byte order (ASCII codes): lists are ordered by code the same way on every server locale.
+  code text COLLATE "C" NOT NULL CHECK (code ~ '^[A-Za-z0-9_-]{1,100}$'),
+  name text NOT NULL CHECK (length(name) BETWEEN 1 AND 200),
+  -- Stored normalised: a fixed topic or order/status_change/entered_<status_code>.
   topic text NOT NULL,
-  callback_url text NOT NULL,
-  seller_id text NOT NULL DEFAULT '*',
-  headers jsonb NOT NULL DEFAULT '{}',
+  callback_url text NOT NULL CHECK (length(callback_url) <= 2048),
+  -- '*' (all sellers the tenant may see) or one seller id as text.
+  seller_id text NOT NULL DEFAULT '*' CHECK (seller_id = '*' OR seller_id ~ '^[1-9][0-9]{0,9}$'),
+  headers jsonb NOT NULL DEFAULT '{}' CHECK (jsonb_typeof(headers) = 'object'),
   -- Signing secrets, encrypted with SECRETS_KEY (AES-256-GCM); the previous one signs alongside until it expires.
   secret_encrypted text NOT NULL,
   previous_secret_encrypted text,
@@ -20,6 +23,8 @@ CREATE TABLE webhooks (
   disabled_at timestamptz,
   created_at timestamptz NOT NULL DEFAULT now(),
   updated_at timestamptz NOT NULL DEFAULT now(),
-  UNIQUE (tenant_kind, tenant_id, marketplace_code, code)
+  CONSTRAINT webhooks_tenant_code_key UNIQUE (tenant_kind, tenant_id, marketplace_code, code)
 );
 CREATE INDEX webhooks_matching ON webhooks (marketplace_code, topic) WHERE active;
+-- An admin's list of a marketplace, in code order.
+CREATE INDEX webhooks_marketplace_code ON webhooks (marketplace_code, code, id);

@@ -1,5 +1,187 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
 import type { FeatureDeps } from '../app.js';
+import { authenticate, principalOf } from '../auth/authenticate.js';
+import { AppError, notFound } from '../http/errors.js';
+import { problemResponses } from '../http/openapi.js';
+import { parseNetworks } from '../net/address-policy.js';
+import { decodeCursor, encodeCursor, toWebhookListItem, toWebhookResponse } from './webhook-presenter.js';
+import { assertMarketplaceAccess, loadWebhookForPrincipal, tenantOf } from './webhook-access.js';
+import {
+  CreatedWebhook, CreateWebhookBody, DEFAULT_PAGE_SIZE, ListQuery, MarketplaceParams, RotatedSecret, UpdateWebhookBody, Webhook, WebhookList, WebhookParams,
+} from './webhook-schemas.js';
+import { changeWebhook, createWebhook, rotateSecret, type WebhookSettings } from './webhooks.service.js';
+import { deleteWebhook, listWebhooks } from './webhooks.repository.js';
 
-// PLACEHOLDER: replaced by the feature's implementation.
-export const webhookRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async () => {};
+const TAGS = ['webhooks'];
+const SECURITY = [{ bearerAuth: [] }];
+const IMMUTABLE_FIELDS = ['code', 'topic'] as const;
+
+const webhookPath = (marketplaceCode: string, code: string) => `/v1/${encodeURIComponent(marketplaceCode)}/webhooks/${encodeURIComponent(code)}`;
+
+/** Runs before body validation so that `code`/`topic` get their own error instead of "unknown field". */
+async function refuseImmutableFields(request: FastifyRequest): Promise<void> {
+  const body = request.body;
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return;
+  const given = IMMUTABLE_FIELDS.filter((field) => Object.hasOwn(body, field));
+  if (given.length > 0) {
+    throw new AppError('immutable_field', `${given.join(' and ')} cannot be changed; delete the webhook and create a new one instead.`, {
+      errors: given.map((field) => ({ field: `body.${field}`, message: 'cannot be changed' })),
+    });
+  }
+}
+
+export const webhookRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {
+  const { db, clock, config, keys } = deps;
+  const settings: WebhookSettings = {
+    secretsKey: keys.webhookSecretsKey,
+    allowedNetworks: parseNetworks(config.WEBHOOK_ALLOWED_NETWORKS),
+    limitPerTenant: config.WEBHOOKS_PER_TENANT_LIMIT,
+    secretOverlapSeconds: config.WEBHOOK_SECRET_OVERLAP_SECONDS,
+  };
+  // onRequest: a request without a valid token is 401 before its body is even looked at.
+  const onRequest = authenticate(deps);
+
+  app.post(
+    '/v1/:marketplace_code/webhooks',
+    {
+      onRequest,
+      schema: {
+        tags: TAGS,
+        summary: 'Create a webhook',
+        description: 'Subscribes a callback URL to a topic in one marketplace, as the caller\'s tenant (its seller, its marketplace, or the admins). Returns the webhook with its signing secret, which is shown only here and on rotation.',
+        security: SECURITY,
+        params: MarketplaceParams,
+        body: CreateWebhookBody,
+        response: { 201: CreatedWebhook, ...problemResponses(400, 401, 403, 404, 409) },
+      },
+    },
+    async (request, reply) => {
+      const { marketplace_code: marketplaceCode } = request.params;
+      const { webhook, secret } = await createWebhook(db, principalOf(request), marketplaceCode, request.body, settings, clock.now());
+      // The secret is in this body: no cache on the way may keep it.
+      reply.code(201).header('location', webhookPath(marketplaceCode, webhook.code)).header('cache-control', 'no-store');
+      return { ...toWebhookResponse(webhook), secret };
+    },
+  );
+
+  app.get(
+    '/v1/:marketplace_code/webhooks',
+    {
+      onRequest,
+      schema: {
+        tags: TAGS,
+        summary: 'List webhooks',
+        description: 'The caller\'s webhooks in the marketplace (admins: every tenant\'s), ordered by code, as a plain array without `seller_id`. Pages: `limit` (default and maximum 100) and the `Link: <…>; rel="next"` header while there are more.',
+        security: SECURITY,
+        params: MarketplaceParams,
+        querystring: ListQuery,
+        response: {
+          200: { ...WebhookList, headers: { link: { type: 'string', description: 'RFC 8288 link to the next page (`rel="next"`), present while there are more.' } } },
+          ...problemResponses(400, 401, 404),
+        },
+      },
+    },
+    async (request, reply) => {
+      const principal = principalOf(request);
+      const { marketplace_code: marketplaceCode } = request.params;
+      const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
+      const after = request.query.cursor === undefined ? undefined : decodeCursor(request.query.cursor);
+      await assertMarketplaceAccess(db, principal, marketplaceCode);
+      const page = await listWebhooks(db, {
+        tenant: principal.role === 'admin' ? undefined : tenantOf(principal),
+        marketplaceCode,
+        limit,
+        after,
+      });
+      const last = page.rows.at(-1);
+      if (page.hasMore && last) {
+        const next = `/v1/${encodeURIComponent(marketplaceCode)}/webhooks?limit=${limit}&cursor=${encodeCursor(last)}`;
+        reply.header('link', `<${next}>; rel="next"`);
+      }
+      return page.rows.map(toWebhookListItem);
+    },
+  );
+
+  app.get(
+    '/v1/:marketplace_code/webhooks/:code',
+    {
+      onRequest,
+      schema: {
+        tags: TAGS,
+        summary: 'Get a webhook',
+        description: 'One webhook of the caller\'s tenant, with `seller_id`. Another tenant\'s webhook is 404. For an admin, a code that several tenants use is the admins\' own, else 409.',
+        security: SECURITY,
+        params: WebhookParams,
+        response: { 200: Webhook, ...problemResponses(401, 404, 409) },
+      },
+    },
+    async (request) => {
+      const { marketplace_code: marketplaceCode, code } = request.params;
+      return toWebhookResponse(await loadWebhookForPrincipal(db, principalOf(request), marketplaceCode, code));
+    },
+  );
+
+  app.patch(
+    '/v1/:marketplace_code/webhooks/:code',
+    {
+      onRequest,
+      preValidation: refuseImmutableFields,
+      schema: {
+        tags: TAGS,
+        summary: 'Update a webhook',
+        description: 'Changes any of name, callback_url, seller_id, headers (replaces the whole map) and active. `code` and `topic` cannot be changed (400 `immutable_field`).',
+        security: SECURITY,
+        params: WebhookParams,
+        body: UpdateWebhookBody,
+        response: { 200: Webhook, ...problemResponses(400, 401, 403, 404, 409) },
+      },
+    },
+    async (request) => {
+      const { marketplace_code: marketplaceCode, code } = request.params;
+      return toWebhookResponse(await changeWebhook(db, principalOf(request), marketplaceCode, code, request.body, settings, clock.now()));
+    },
+  );
+
+  app.delete(
+    '/v1/:marketplace_code/webhooks/:code',
+    {
+      onRequest,
+      schema: {
+        tags: TAGS,
+        summary: 'Delete a webhook',
+        description: 'Deletes the webhook and its deliveries (pending ones are not sent).',
+        security: SECURITY,
+        params: WebhookParams,
+        response: { 204: { type: 'null', description: 'Deleted' }, ...problemResponses(401, 404, 409) },
+      },
+    },
+    async (request, reply) => {
+      const { marketplace_code: marketplaceCode, code } = request.params;
+      const webhook = await loadWebhookForPrincipal(db, principalOf(request), marketplaceCode, code);
+      if (!(await deleteWebhook(db, webhook.id))) throw notFound('The webhook does not exist.');
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.post(
+    '/v1/:marketplace_code/webhooks/:code/rotate-secret',
+    {
+      onRequest,
+      schema: {
+        tags: TAGS,
+        summary: 'Rotate the signing secret',
+        description: 'Issues a new signing secret. The previous one keeps signing alongside (a second signature) until `previous_secret_expires_at` (WEBHOOK_SECRET_OVERLAP_SECONDS, 24 h by default), so receivers can switch without losing notifications.',
+        security: SECURITY,
+        params: WebhookParams,
+        response: { 200: RotatedSecret, ...problemResponses(401, 404, 409) },
+      },
+    },
+    async (request, reply) => {
+      const { marketplace_code: marketplaceCode, code } = request.params;
+      reply.header('cache-control', 'no-store');
+      const rotated = await rotateSecret(db, principalOf(request), marketplaceCode, code, settings, clock.now());
+      return { secret: rotated.secret, previous_secret_expires_at: rotated.previousExpiresAt.toISOString() };
+    },
+  );
+};

@@ -1,0 +1,108 @@
+import type { Principal } from '../auth/access-tokens.js';
+import type { Queryable } from '../db/database.js';
+import { AppError, notFound } from '../http/errors.js';
+
+export type TenantKind = 'seller' | 'marketplace' | 'admin';
+
+export interface WebhookRow {
+  id: number;
+  tenant_kind: TenantKind;
+  tenant_id: string;
+  marketplace_code: string;
+  code: string;
+  name: string;
+  topic: string;
+  callback_url: string;
+  seller_id: string;
+  headers: Record<string, string>;
+  secret_encrypted: string;
+  previous_secret_encrypted: string | null;
+  previous_secret_expires_at: Date | null;
+  active: boolean;
+  disabled_reason: string | null;
+  disabled_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+  last_success_at: Date | null;
+  failing_since: Date | null;
+}
+
+/** The owner a principal creates webhooks as, and the only webhooks a non-admin may see. */
+export interface Tenant {
+  kind: TenantKind;
+  id: string;
+}
+
+export function tenantOf(principal: Principal): Tenant {
+  switch (principal.role) {
+    case 'admin':
+      return { kind: 'admin', id: '*' };
+    case 'marketplace':
+      // The CHECK on users guarantees a code for this role; '' can match nothing if a token lacks it.
+      return { kind: 'marketplace', id: principal.marketplaceCode ?? '' };
+    default:
+      return { kind: 'seller', id: String(principal.sellerId) };
+  }
+}
+
+const MARKETPLACE_NOT_FOUND = 'The marketplace does not exist.';
+const WEBHOOK_NOT_FOUND = 'The webhook does not exist.';
+
+/**
+ * The marketplace exists and the principal may use it (404 otherwise, so that a marketplace the
+ * principal may not use is indistinguishable from one that does not exist).
+ */
+export async function assertMarketplaceAccess(db: Queryable, principal: Principal, marketplaceCode: string): Promise<void> {
+  let sql: string;
+  let params: unknown[];
+  switch (principal.role) {
+    case 'admin':
+      sql = `SELECT 1 FROM marketplaces WHERE code = $1`;
+      params = [marketplaceCode];
+      break;
+    case 'marketplace':
+      if (principal.marketplaceCode !== marketplaceCode) throw notFound(MARKETPLACE_NOT_FOUND);
+      sql = `SELECT 1 FROM marketplaces WHERE code = $1`;
+      params = [marketplaceCode];
+      break;
+    default:
+      sql = `SELECT 1 FROM marketplaces m
+              WHERE m.code = $1
+                AND EXISTS (SELECT 1 FROM marketplace_connections c WHERE c.marketplace_code = m.code AND c.seller_id = $2)`;
+      params = [marketplaceCode, principal.sellerId];
+  }
+  const { rows } = await db.query(sql, params);
+  if (rows.length === 0) throw notFound(MARKETPLACE_NOT_FOUND);
+}
+
+/**
+ * The webhook `code` in `marketplaceCode` that the principal may see; AppError not_found otherwise
+ * (unknown marketplace, marketplace the principal may not use, another tenant's webhook).
+ *
+ * Admins see every tenant's webhooks. When several tenants use the same code in one marketplace,
+ * the admins' own webhook wins; without one, a code used by exactly one tenant resolves to it, and
+ * a code used by several is 409 `conflict` (the admin cannot tell which one is meant).
+ */
+export async function loadWebhookForPrincipal(db: Queryable, principal: Principal, marketplaceCode: string, code: string): Promise<WebhookRow> {
+  await assertMarketplaceAccess(db, principal, marketplaceCode);
+  if (principal.role === 'admin') {
+    const { rows } = await db.query<WebhookRow>(
+      `SELECT * FROM webhooks WHERE marketplace_code = $1 AND code = $2
+        ORDER BY (tenant_kind = 'admin') DESC, id LIMIT 2`,
+      [marketplaceCode, code],
+    );
+    const [first, second] = rows;
+    if (!first) throw notFound(WEBHOOK_NOT_FOUND);
+    if (first.tenant_kind !== 'admin' && second) {
+      throw new AppError('conflict', 'Several tenants use this webhook code in this marketplace; an admin can address it only when one tenant does.');
+    }
+    return first;
+  }
+  const tenant = tenantOf(principal);
+  const { rows } = await db.query<WebhookRow>(
+    `SELECT * FROM webhooks WHERE tenant_kind = $1 AND tenant_id = $2 AND marketplace_code = $3 AND code = $4`,
+    [tenant.kind, tenant.id, marketplaceCode, code],
+  );
+  if (!rows[0]) throw notFound(WEBHOOK_NOT_FOUND);
+  return rows[0];
+}

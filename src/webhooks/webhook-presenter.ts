@@ -1,0 +1,40 @@
+import { AppError } from '../http/errors.js';
+import type { WebhookRow } from './webhook-access.js';
+
+/** What a client sees of a webhook: never its secrets, tenant or delivery bookkeeping. */
+export function toWebhookResponse(row: WebhookRow) {
+  return {
+    code: row.code,
+    name: row.name,
+    topic: row.topic,
+    seller_id: row.seller_id,
+    callback_url: row.callback_url,
+    headers: row.headers,
+    active: row.active,
+    disabled_reason: row.disabled_reason,
+    created_at: new Date(row.created_at).toISOString(),
+    updated_at: new Date(row.updated_at).toISOString(),
+  };
+}
+
+/** List items leave seller_id out, as the spec's index response does. */
+export function toWebhookListItem(row: WebhookRow) {
+  return { code: row.code, name: row.name, topic: row.topic, callback_url: row.callback_url, headers: row.headers };
+}
+
+/** An opaque position after a row: its code and id (codes repeat across tenants in an admin's list). */
+export function encodeCursor(row: Pick<WebhookRow, 'code' | 'id'>): string {
+  return Buffer.from(JSON.stringify([row.code, Number(row.id)])).toString('base64url');
+}
+
+export function decodeCursor(cursor: string): { code: string; id: number } {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (Array.isArray(value) && value.length === 2 && typeof value[0] === 'string' && Number.isSafeInteger(value[1])) {
+      return { code: value[0], id: value[1] as number };
+    }
+  } catch {
+    // falls through to the 400 below
+  }
+  throw new AppError('validation_failed', 'query.cursor: is not a cursor this service issued', { errors: [{ field: 'query.cursor', message: 'is not a cursor this service issued' }] });
+}

@@ -1,0 +1,102 @@
+import { Type } from 'typebox';
+import { CALLBACK_URL_MAX_LENGTH, CODE_PATTERN, FIXED_TOPICS, MAX_HEADERS, MAX_HEADERS_BYTES, NAME_MAX_LENGTH } from './webhook-validators.js';
+
+/**
+ * Request and response schemas of the webhook endpoints. Types and documentation live here; the
+ * rules that need more than a type (topic forms, URL, headers, name trimming) are the pure
+ * functions of webhook-validators.ts, so that each error names its field with a clear message.
+ */
+const exampleHeaders = { Authorization: 'Bearer 6f1c2d', 'X-Shop': 'north-1' };
+
+const Code = Type.String({ pattern: CODE_PATTERN, description: 'Identifier of the webhook inside the marketplace: 1–100 ASCII letters, digits, `_` or `-`. Unique per tenant and marketplace; cannot be changed.', examples: ['orders-main'] });
+const Name = Type.String({ description: `Free text label, trimmed, 1–${NAME_MAX_LENGTH} characters, no control characters.`, examples: ['Orders to ERP'] });
+const Topic = Type.String({
+  description: `One of ${FIXED_TOPICS.join(', ')}, or \`order/status_change/<status_code>\` (also accepted as \`order/status_change/entered_<status_code>\`; stored and returned in the \`entered_\` form). Status codes are 1–32 ASCII letters, digits or \`_\`. Cannot be changed.`,
+  examples: ['order/create', 'order/status_change/entered_paid'],
+});
+const CallbackUrl = Type.String({ maxLength: CALLBACK_URL_MAX_LENGTH, description: `Absolute http or https URL, at most ${CALLBACK_URL_MAX_LENGTH} characters, without credentials or fragment. A literal IP address must be public (or in WEBHOOK_ALLOWED_NETWORKS).`, examples: ['https://erp.example.com/hooks/plaza'] });
+const SellerIdIn = Type.Union([Type.String(), Type.Integer()], { description: '`*` (default: every seller the tenant may see) or one seller id; a JSON number is accepted and stored as its string. Seller users: only their own id or `*`.', examples: ['*', '42'] });
+const SellerIdOut = Type.String({ description: '`*` or one seller id.', examples: ['*'] });
+const Headers = Type.Record(Type.String(), Type.String(), {
+  description: `Headers added to each notification: at most ${MAX_HEADERS} entries and ${MAX_HEADERS_BYTES} bytes in all; names are HTTP tokens; values printable ASCII. Names the service sets (host, content-*, user-agent, webhook-*, proxy-*, …) are refused.`,
+  examples: [exampleHeaders],
+});
+const Timestamp = Type.String({ format: 'date-time' });
+
+export const MarketplaceParams = Type.Object({ marketplace_code: Type.String({ description: 'Code of the marketplace', examples: ['mlb'] }) });
+export const WebhookParams = Type.Object({
+  marketplace_code: Type.String({ description: 'Code of the marketplace', examples: ['mlb'] }),
+  code: Type.String({ description: 'Code of the webhook', examples: ['orders-main'] }),
+});
+
+export const CreateWebhookBody = Type.Object(
+  { code: Code, name: Name, topic: Topic, callback_url: CallbackUrl, seller_id: Type.Optional(SellerIdIn), headers: Type.Optional(Headers) },
+  {
+    additionalProperties: false,
+    examples: [{ code: 'orders-main', name: 'Orders to ERP', topic: 'order/status_change/paid', callback_url: 'https://erp.example.com/hooks/plaza', seller_id: '42', headers: exampleHeaders }],
+  },
+);
+
+export const UpdateWebhookBody = Type.Object(
+  {
+    name: Type.Optional(Name),
+    callback_url: Type.Optional(CallbackUrl),
+    seller_id: Type.Optional(SellerIdIn),
+    headers: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'Replaces the whole map of headers.' })),
+    active: Type.Optional(Type.Boolean({ description: '`true` re-enables a webhook the delivery disabled (and clears the reason); `false` pauses it.' })),
+  },
+  {
+    additionalProperties: false,
+    minProperties: 1,
+    description: '`code` and `topic` cannot be changed (400 `immutable_field`); unknown fields are 400.',
+    examples: [{ callback_url: 'https://erp.example.com/hooks/v2', headers: { Authorization: 'Bearer 9a8b7c' } }],
+  },
+);
+
+const listItemProperties = { code: Code, name: Name, topic: Topic, callback_url: CallbackUrl, headers: Headers };
+const webhookProperties = {
+  ...listItemProperties,
+  seller_id: SellerIdOut,
+  active: Type.Boolean({ description: 'False once disabled (by the delivery after lasting failures or a 410, or by PATCH active=false).' }),
+  disabled_reason: Type.Union([Type.String(), Type.Null()], { description: 'Why it was disabled, while it is.' }),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+};
+const exampleWebhook = {
+  code: 'orders-main',
+  name: 'Orders to ERP',
+  topic: 'order/status_change/entered_paid',
+  seller_id: '42',
+  callback_url: 'https://erp.example.com/hooks/plaza',
+  headers: exampleHeaders,
+  active: true,
+  disabled_reason: null,
+  created_at: '2026-01-01T00:00:00.000Z',
+  updated_at: '2026-01-01T00:00:00.000Z',
+};
+
+export const WebhookListItem = Type.Object(listItemProperties, { additionalProperties: false });
+export const WebhookList = Type.Array(WebhookListItem, {
+  description: 'Ordered by code. When there are more, a `Link: <…>; rel="next"` header gives the next page.',
+  examples: [[{ code: 'orders-main', name: 'Orders to ERP', topic: 'order/create', callback_url: 'https://erp.example.com/hooks/plaza', headers: {} }]],
+});
+export const Webhook = Type.Object(webhookProperties, { additionalProperties: false, examples: [exampleWebhook] });
+export const CreatedWebhook = Type.Object(
+  { ...webhookProperties, secret: Type.String({ description: 'Signing secret (Standard Webhooks, `whsec_…`). Shown only here and on rotation.' }) },
+  { additionalProperties: false, examples: [{ ...exampleWebhook, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }] },
+);
+export const RotatedSecret = Type.Object(
+  {
+    secret: Type.String({ description: 'The new signing secret, shown only here.' }),
+    previous_secret_expires_at: Type.String({ format: 'date-time', description: 'Until then the previous secret signs alongside the new one.' }),
+  },
+  { additionalProperties: false, examples: [{ secret: 'whsec_3s1X9cZ7gM1f2L0oTqkR5yB8vN4wH6aJ', previous_secret_expires_at: '2026-01-02T00:00:00.000Z' }] },
+);
+
+export const DEFAULT_PAGE_SIZE = 100;
+export const ListQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: DEFAULT_PAGE_SIZE, description: 'Page size (1–100).' })),
+    cursor: Type.Optional(Type.String({ maxLength: 400, description: 'Opaque position from the `Link rel="next"` header.' })),
+  },
+);

@@ -1,0 +1,141 @@
+import type { Principal } from '../auth/access-tokens.js';
+import type { Database, Queryable } from '../db/database.js';
+import { AppError, notFound, type FieldError } from '../http/errors.js';
+import type { Network } from '../net/address-policy.js';
+import { encryptSecret, newWebhookSecret } from './secret-box.js';
+import { assertMarketplaceAccess, loadWebhookForPrincipal, tenantOf, type Tenant, type WebhookRow } from './webhook-access.js';
+import { ALL_SELLERS, checkCallbackUrl, checkCode, checkHeaders, checkName, normalizeSellerId, normalizeTopic, type Checked } from './webhook-validators.js';
+import { insertWebhook, isSellerConnected, rotateWebhookSecret, updateWebhook, type WebhookChanges } from './webhooks.repository.js';
+
+export interface WebhookSettings {
+  secretsKey: Buffer;
+  allowedNetworks: readonly Network[];
+  limitPerTenant: number;
+  secretOverlapSeconds: number;
+}
+
+export interface CreateWebhookInput {
+  code: string;
+  name: string;
+  topic: string;
+  callback_url: string;
+  seller_id?: string | number;
+  headers?: Record<string, string>;
+}
+
+export interface UpdateWebhookInput {
+  name?: string;
+  callback_url?: string;
+  seller_id?: string | number;
+  headers?: Record<string, string>;
+  active?: boolean;
+}
+
+/** Collects one FieldError per bad field, so a client sees every problem at once. */
+class FieldChecks {
+  readonly errors: FieldError[] = [];
+  take<T>(field: string, checked: Checked<T>): T | undefined {
+    if (checked.ok) return checked.value;
+    this.errors.push({ field, message: checked.message });
+    return undefined;
+  }
+  headers(value: Record<string, string>): Record<string, string> | undefined {
+    const checked = checkHeaders(value);
+    if (checked.ok) return checked.value;
+    for (const problem of checked.problems) {
+      this.errors.push({ field: problem.header === undefined ? 'body.headers' : `body.headers.${problem.header}`, message: problem.message });
+    }
+    return undefined;
+  }
+  throwIfAny(): void {
+    if (this.errors.length > 0) {
+      throw new AppError('validation_failed', this.errors.map((e) => `${e.field}: ${e.message}`).join('; '), { errors: this.errors });
+    }
+  }
+}
+
+/**
+ * Whose events a webhook may receive depends on the tenant that owns it, whoever edits it: a
+ * seller's webhook only its own seller's (its id or `*`, which for it means its own events); a
+ * marketplace's any seller connected to that marketplace; the admins' any seller. A seller user
+ * asking for another seller is refused as forbidden (403); other mismatches are invalid values.
+ */
+async function assertSellerIdAllowed(db: Queryable, principal: Principal, owner: Tenant, marketplaceCode: string, sellerId: string): Promise<void> {
+  if (sellerId === ALL_SELLERS) return;
+  if (owner.kind === 'seller' && sellerId !== owner.id) {
+    if (principal.role === 'seller') {
+      throw new AppError('forbidden', 'A seller user may subscribe only to its own seller id or "*".', { errors: [{ field: 'body.seller_id', message: 'must be your own seller id or "*"' }] });
+    }
+    throw invalidSellerId(`a webhook of seller ${owner.id} may only receive that seller's events ("${owner.id}" or "*")`);
+  }
+  if (owner.kind === 'marketplace' && !(await isSellerConnected(db, sellerId, marketplaceCode))) {
+    throw invalidSellerId(`seller ${sellerId} is not connected to marketplace ${marketplaceCode}`);
+  }
+}
+
+function invalidSellerId(message: string): AppError {
+  return new AppError('validation_failed', `body.seller_id: ${message}`, { errors: [{ field: 'body.seller_id', message }] });
+}
+
+export interface CreatedWebhook {
+  webhook: WebhookRow;
+  secret: string;
+}
+
+export async function createWebhook(db: Database, principal: Principal, marketplaceCode: string, input: CreateWebhookInput, settings: WebhookSettings, now: Date): Promise<CreatedWebhook> {
+  await assertMarketplaceAccess(db, principal, marketplaceCode);
+  const checks = new FieldChecks();
+  const code = checks.take('body.code', checkCode(input.code));
+  const name = checks.take('body.name', checkName(input.name));
+  const topic = checks.take('body.topic', normalizeTopic(input.topic));
+  const callbackUrl = checks.take('body.callback_url', checkCallbackUrl(input.callback_url, settings.allowedNetworks));
+  const sellerId = checks.take('body.seller_id', normalizeSellerId(input.seller_id ?? ALL_SELLERS));
+  const headers = checks.headers(input.headers ?? {});
+  checks.throwIfAny();
+  const owner = tenantOf(principal);
+  await assertSellerIdAllowed(db, principal, owner, marketplaceCode, sellerId!);
+
+  const secret = newWebhookSecret();
+  const webhook = await db.transaction((tx) =>
+    insertWebhook(tx, {
+      tenant: owner,
+      marketplaceCode,
+      code: code!,
+      name: name!,
+      topic: topic!,
+      callbackUrl: callbackUrl!,
+      sellerId: sellerId!,
+      headers: headers!,
+      secretEncrypted: encryptSecret(settings.secretsKey, secret),
+      now,
+    }, settings.limitPerTenant),
+  );
+  return { webhook, secret };
+}
+
+export async function changeWebhook(db: Queryable, principal: Principal, marketplaceCode: string, code: string, input: UpdateWebhookInput, settings: WebhookSettings, now: Date): Promise<WebhookRow> {
+  const current = await loadWebhookForPrincipal(db, principal, marketplaceCode, code);
+  const checks = new FieldChecks();
+  const changes: WebhookChanges = {};
+  if (input.name !== undefined) changes.name = checks.take('body.name', checkName(input.name));
+  if (input.callback_url !== undefined) changes.callbackUrl = checks.take('body.callback_url', checkCallbackUrl(input.callback_url, settings.allowedNetworks));
+  if (input.seller_id !== undefined) changes.sellerId = checks.take('body.seller_id', normalizeSellerId(input.seller_id));
+  if (input.headers !== undefined) changes.headers = checks.headers(input.headers);
+  if (input.active !== undefined) changes.active = input.active;
+  checks.throwIfAny();
+  if (changes.sellerId !== undefined) {
+    await assertSellerIdAllowed(db, principal, { kind: current.tenant_kind, id: current.tenant_id }, marketplaceCode, changes.sellerId);
+  }
+  const updated = await updateWebhook(db, current.id, changes, now);
+  if (!updated) throw notFound('The webhook does not exist.');
+  return updated;
+}
+
+export async function rotateSecret(db: Queryable, principal: Principal, marketplaceCode: string, code: string, settings: WebhookSettings, now: Date): Promise<{ secret: string; previousExpiresAt: Date }> {
+  const current = await loadWebhookForPrincipal(db, principal, marketplaceCode, code);
+  const secret = newWebhookSecret();
+  const previousExpiresAt = new Date(now.getTime() + settings.secretOverlapSeconds * 1000);
+  const rotated = await rotateWebhookSecret(db, current.id, encryptSecret(settings.secretsKey, secret), previousExpiresAt, now);
+  if (!rotated) throw notFound('The webhook does not exist.');
+  return { secret, previousExpiresAt };
+}
