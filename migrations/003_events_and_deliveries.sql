@@ -8,8 +8,9 @@ CREATE TABLE events (
   topic text NOT NULL,
   seller_id integer NOT NULL,
   entity_id text NOT NULL,
-  -- The notification body exactly as receivers get it (the spec's envelope).
-  body jsonb NOT NULL,
+  -- The notification body exactly as receivers get it (the spec's envelope). json, not jsonb: the
+  -- text is kept byte for byte (key order of the spec, the producer's numbers), and it is what is signed.
+  body json NOT NULL,
   -- Number of deliveries created, returned again when the same event_id is sent again.
   delivery_count integer NOT NULL,
   -- A digest of the request, so that a different event reusing an event_id is refused (409).

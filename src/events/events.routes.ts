@@ -1,5 +1,35 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FeatureDeps } from '../app.js';
+import { authenticate, principalOf } from '../auth/authenticate.js';
+import { problemResponses } from '../http/openapi.js';
+import { acceptEvent, assertMarketplaceExists, assertMaySendFor } from './accept-event.js';
+import { EventAccepted, EventBody, MarketplaceParams } from './event-schema.js';
 
-// PLACEHOLDER: replaced by the feature's implementation.
-export const eventRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async () => {};
+export const eventRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {
+  app.post(
+    '/v1/:marketplace_code/events',
+    {
+      // Authentication before validation: an anonymous caller learns nothing about the body rules.
+      preValidation: authenticate(deps),
+      schema: {
+        tags: ['events'],
+        summary: 'Accept an event and queue its notifications',
+        description:
+          'Stores the event and one delivery per matching webhook in one transaction (docs/events.md). ' +
+          'event_id is an idempotency key per marketplace: the same event again returns the first answer; another event with the same key is 409.',
+        security: [{ bearerAuth: [] }],
+        params: MarketplaceParams,
+        body: EventBody,
+        response: { 202: EventAccepted, ...problemResponses(400, 401, 403, 404, 409, 413, 415) },
+      },
+    },
+    async (request, reply) => {
+      const principal = principalOf(request);
+      const { marketplace_code: marketplaceCode } = request.params;
+      assertMaySendFor(principal, request.body.seller_id);
+      await assertMarketplaceExists(deps.db, marketplaceCode);
+      const accepted = await acceptEvent(deps, principal, marketplaceCode, request.body);
+      return reply.code(202).send(accepted);
+    },
+  );
+};

@@ -1,0 +1,99 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { Principal } from '../auth/access-tokens.js';
+import type { Clock } from '../clock.js';
+import type { Database, Queryable } from '../db/database.js';
+import { notifyDeliveryWorkers } from '../delivery/deliveries.repository.js';
+import { AppError } from '../http/errors.js';
+import { buildNotification, matchingTopics } from './envelope.js';
+import type { EventAccepted, EventBody } from './event-schema.js';
+import { createDeliveries, findEvent, insertEvent, setDeliveryCount } from './events.repository.js';
+import { validateEvent } from './validate-event.js';
+
+/** JSON with object keys sorted, so that the same event sent with another key order hashes the same. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.keys(value as Record<string, unknown>)
+      .sort()
+      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/** Everything but the key itself: a retry of the same event has the same hash. */
+export function requestHash(event: EventBody): string {
+  const { event_id: _key, ...rest } = event;
+  return createHash('sha256').update(canonicalJson(rest)).digest('base64url');
+}
+
+/** The caller may send events for this seller: an admin for any, a seller user for its own. */
+export function assertMaySendFor(principal: Principal, sellerId: number): void {
+  if (principal.role === 'admin') return;
+  if (principal.role === 'seller' && principal.sellerId === sellerId) return;
+  throw new AppError('forbidden', principal.role === 'seller' ? 'A seller user may send events only for its own seller.' : 'Only admins and seller users may send events.');
+}
+
+export async function assertMarketplaceExists(db: Queryable, marketplaceCode: string): Promise<void> {
+  const { rows } = await db.query(`SELECT 1 FROM marketplaces WHERE code = $1`, [marketplaceCode]);
+  if (rows.length === 0) throw new AppError('not_found', 'The marketplace does not exist.');
+}
+
+function answerExisting(stored: { event_id: string; delivery_count: number; request_hash: string }, hash: string): EventAccepted {
+  if (stored.request_hash !== hash) {
+    throw new AppError('conflict', 'This event_id was already used in this marketplace for a different event.');
+  }
+  return { event_id: stored.event_id, deliveries: stored.delivery_count };
+}
+
+/**
+ * Accepts one event: the event row and one delivery per matching webhook are committed together
+ * (transactional outbox), and the same transaction wakes the delivery workers. A repeated
+ * event_id returns the first answer and creates nothing.
+ */
+export async function acceptEvent(deps: { db: Database; clock: Clock }, principal: Principal, marketplaceCode: string, event: EventBody): Promise<EventAccepted> {
+  const { db, clock } = deps;
+  const hash = requestHash(event);
+  const eventId = event.event_id ?? randomUUID();
+
+  if (event.event_id !== undefined) {
+    // Most repeats are retries of a committed event: they get the first answer, even if the
+    // database changed since (a connection removed), and without opening a transaction.
+    const stored = await findEvent(db, marketplaceCode, eventId);
+    if (stored) return answerExisting(stored, hash);
+  }
+  await validateEvent(db, marketplaceCode, event);
+
+  const now = clock.now();
+  const body = buildNotification(event, marketplaceCode);
+  return db.transaction(async (tx) => {
+    const rowId = await insertEvent(tx, {
+      eventId,
+      marketplaceCode,
+      topic: event.topic,
+      sellerId: event.seller_id,
+      entityId: String(event.entity_id),
+      body,
+      requestHash: hash,
+      createdBy: principal.userId,
+      now,
+    });
+    if (rowId === undefined) {
+      // Another request with this event_id committed first (we waited on its row).
+      const stored = await findEvent(tx, marketplaceCode, eventId);
+      if (!stored) throw new Error('event_id conflict without a stored event');
+      return answerExisting(stored, hash);
+    }
+    const count = await createDeliveries(tx, {
+      eventRowId: rowId,
+      marketplaceCode,
+      sellerId: event.seller_id,
+      entityKey: String(event.entity_id),
+      topics: matchingTopics(event.topic, event.state_to),
+      now,
+    });
+    await setDeliveryCount(tx, rowId, count);
+    if (count > 0) await notifyDeliveryWorkers(tx);
+    return { event_id: eventId, deliveries: count };
+  });
+}

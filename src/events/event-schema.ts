@@ -1,0 +1,66 @@
+import { Type, type Static } from 'typebox';
+
+/** The six topics a producer may send; status-specific subscriptions are matched, never sent. */
+export const EVENT_TOPICS = ['publication/create', 'publication/update', 'order/create', 'order/update', 'order/invoice_upload', 'order/status_change'] as const;
+export type EventTopic = (typeof EVENT_TOPICS)[number];
+
+export const isPublicationTopic = (topic: EventTopic): boolean => topic.startsWith('publication/');
+
+/** An order status code (`APRO`, `PROC`): it becomes part of a topic and of topic_path. */
+export const STATUS_CODE_PATTERN = '^[A-Za-z0-9_]{1,32}$';
+export const MARKETPLACE_CODE_PATTERN = '^[A-Za-z0-9_-]{1,100}$';
+export const EVENT_ID_MAX_LENGTH = 200;
+export const AUTHOR_MAX_LENGTH = 200;
+export const ORDER_REFERENCE_MAX_LENGTH = 200;
+
+export const MarketplaceParams = Type.Object({
+  marketplace_code: Type.String({ pattern: MARKETPLACE_CODE_PATTERN, description: 'Marketplace code.' }),
+});
+
+/**
+ * The platform's objects are large and free-form: only the identifying field is checked, the rest
+ * is passed through to receivers untouched.
+ */
+const PublicationObject = Type.Object(
+  { id: Type.Integer({ minimum: 1, description: 'Publication id; equals entity_id.' }) },
+  { additionalProperties: true, description: 'The publication object (spec: Publication object), passed through as given.' },
+);
+const OrderObject = Type.Object(
+  { reference_order: Type.String({ minLength: 1, maxLength: ORDER_REFERENCE_MAX_LENGTH, description: 'Order reference; equals entity_id.' }) },
+  { additionalProperties: true, description: 'The order object (spec: Order object), passed through as given.' },
+);
+
+export const EventBody = Type.Object(
+  {
+    event_id: Type.Optional(
+      Type.String({
+        pattern: `^[!-~]{1,${EVENT_ID_MAX_LENGTH}}$`,
+        description: `Idempotency key, unique per marketplace: 1–${EVENT_ID_MAX_LENGTH} visible ASCII characters. Generated (UUID) when absent.`,
+      }),
+    ),
+    topic: Type.Enum(EVENT_TOPICS, { description: 'One of the six fixed topics.' }),
+    seller_id: Type.Integer({ minimum: 1, description: 'The seller the entity belongs to.' }),
+    entity_id: Type.Unsafe<number | string>({
+      type: ['integer', 'string'],
+      minimum: 1,
+      minLength: 1,
+      maxLength: ORDER_REFERENCE_MAX_LENGTH,
+      description: 'Publication id (integer) for publication topics, order reference (string) for order topics.',
+    }),
+    marketplace_connection_id: Type.Optional(Type.Integer({ minimum: 1, description: 'Required for publication topics: a connection of the seller to this marketplace.' })),
+    publication: Type.Optional(PublicationObject),
+    order: Type.Optional(OrderObject),
+    changes: Type.Optional(Type.Unsafe<Record<string, unknown> | unknown[] | null>({ type: ['object', 'array', 'null'], description: 'Publication topics only: what changed (null when absent).' })),
+    state_from: Type.Optional(Type.Unsafe<string | null>({ type: ['string', 'null'], pattern: STATUS_CODE_PATTERN, description: 'Order topics only: the previous status, or null.' })),
+    state_to: Type.Optional(Type.String({ pattern: STATUS_CODE_PATTERN, description: 'Order topics only; required for order/status_change. The status entered.' })),
+    author: Type.String({ minLength: 1, maxLength: AUTHOR_MAX_LENGTH, description: 'Who made the change.' }),
+  },
+  { additionalProperties: false },
+);
+export type EventBody = Static<typeof EventBody>;
+
+export const EventAccepted = Type.Object({
+  event_id: Type.String({ description: 'The idempotency key, given or generated.' }),
+  deliveries: Type.Integer({ description: 'Number of deliveries created for the matching webhooks.' }),
+});
+export type EventAccepted = Static<typeof EventAccepted>;

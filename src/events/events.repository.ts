@@ -1,0 +1,89 @@
+import type { Queryable } from '../db/database.js';
+
+export interface NewEvent {
+  eventId: string;
+  marketplaceCode: string;
+  topic: string;
+  sellerId: number;
+  entityId: string;
+  body: unknown;
+  requestHash: string;
+  createdBy: number;
+  now: Date;
+}
+
+export interface StoredEvent {
+  id: number;
+  event_id: string;
+  delivery_count: number;
+  request_hash: string;
+}
+
+/**
+ * Inserts the event unless its event_id is already taken in the marketplace; returns the new row's
+ * id, or undefined when taken. On PostgreSQL a concurrent insert of the same key makes this wait
+ * for the other transaction, so exactly one request creates the event.
+ */
+export async function insertEvent(db: Queryable, event: NewEvent): Promise<number | undefined> {
+  const { rows } = await db.query<{ id: number }>(
+    `INSERT INTO events (event_id, marketplace_code, topic, seller_id, entity_id, body, delivery_count, request_hash, created_by, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6::json, 0, $7, $8, $9)
+     ON CONFLICT (marketplace_code, event_id) DO NOTHING
+     RETURNING id`,
+    [event.eventId, event.marketplaceCode, event.topic, event.sellerId, event.entityId, JSON.stringify(event.body), event.requestHash, event.createdBy, event.now],
+  );
+  return rows[0]?.id;
+}
+
+export async function findEvent(db: Queryable, marketplaceCode: string, eventId: string): Promise<StoredEvent | undefined> {
+  const { rows } = await db.query<StoredEvent>(
+    `SELECT id, event_id, delivery_count, request_hash FROM events WHERE marketplace_code = $1 AND event_id = $2`,
+    [marketplaceCode, eventId],
+  );
+  return rows[0];
+}
+
+export interface FanOut {
+  eventRowId: number;
+  marketplaceCode: string;
+  sellerId: number;
+  entityKey: string;
+  topics: string[];
+  now: Date;
+}
+
+/**
+ * One pending delivery per matching webhook, in one statement however many webhooks match.
+ * A webhook matches when it is active, in the event's marketplace, subscribed to one of the
+ * topics, filtered to `*` or this seller, and its owner may see the seller: a seller tenant only
+ * itself, a marketplace tenant the sellers connected to it, the admins everyone.
+ * message_id is random and stays with the delivery for good (the `webhook-id` header).
+ */
+export async function createDeliveries(db: Queryable, fanOut: FanOut): Promise<number> {
+  const { rows } = await db.query<{ count: number }>(
+    `WITH created AS (
+       INSERT INTO deliveries (event_id, webhook_id, entity_key, message_id, status, attempts, next_attempt_at, created_at, updated_at)
+       SELECT $1, w.id, $4, 'msg_' || replace(gen_random_uuid()::text, '-', ''), 'pending', 0, $6, $6, $6
+         FROM webhooks w
+        WHERE w.marketplace_code = $2
+          AND w.active
+          AND w.topic = ANY($5::text[])
+          AND (w.seller_id = '*' OR w.seller_id = $3::text)
+          AND (
+                (w.tenant_kind = 'seller' AND w.tenant_id = $3::text)
+             OR (w.tenant_kind = 'marketplace' AND EXISTS (
+                   SELECT 1 FROM marketplace_connections c WHERE c.marketplace_code = w.tenant_id AND c.seller_id = $7::integer))
+             OR w.tenant_kind = 'admin'
+          )
+        ORDER BY w.id
+       RETURNING 1
+     )
+     SELECT count(*)::int AS count FROM created`,
+    [fanOut.eventRowId, fanOut.marketplaceCode, String(fanOut.sellerId), fanOut.entityKey, fanOut.topics, fanOut.now, fanOut.sellerId],
+  );
+  return rows[0]!.count;
+}
+
+export async function setDeliveryCount(db: Queryable, eventRowId: number, count: number): Promise<void> {
+  await db.query(`UPDATE events SET delivery_count = $2 WHERE id = $1`, [eventRowId, count]);
+}

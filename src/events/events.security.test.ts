@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import { createTestApp, type TestContext } from '../testing/test-app.js';
+import { deliveriesOf, insertWebhook, postEvent, sampleEvent, seedWorld, type World } from './test-support.js';
+
+describe('event intake: who may send what', () => {
+  let ctx: TestContext;
+  let world: World;
+  before(async () => {
+    ctx = await createTestApp();
+    world = await seedWorld(ctx);
+  });
+  after(() => ctx.close());
+  beforeEach(async () => {
+    await ctx.db.exec(`DELETE FROM deliveries; DELETE FROM events; DELETE FROM webhooks;`);
+  });
+
+  const eventCount = async () => (await ctx.db.query(`SELECT 1 FROM events`)).rowCount;
+
+  test('without a valid bearer token: 401, and nothing is validated or stored', async () => {
+    for (const headers of [{}, { authorization: 'Bearer nope' }, { authorization: 'Basic YTpi' }]) {
+      const response = await ctx.app.inject({ method: 'POST', url: '/v1/MKT/events', headers, payload: {} });
+      assert.equal(response.statusCode, 401);
+      assert.equal(response.json().code, 'unauthorized');
+    }
+    assert.equal(await eventCount(), 0);
+  });
+
+  test('a marketplace user may not send events', async () => {
+    const response = await postEvent(ctx, world.headers.marketplace, sampleEvent('order/create', world));
+    assert.equal(response.statusCode, 403);
+    assert.equal(response.json().code, 'forbidden');
+    assert.equal(await eventCount(), 0);
+  });
+
+  test('a seller user may send for its own seller only', async () => {
+    assert.equal((await postEvent(ctx, world.headers.seller1, sampleEvent('order/create', world))).statusCode, 202);
+    const forOther = await postEvent(ctx, world.headers.seller1, sampleEvent('order/create', world, { seller_id: 2 }));
+    assert.equal(forOther.statusCode, 403);
+    assert.equal(forOther.json().code, 'forbidden');
+    assert.equal(await eventCount(), 1);
+  });
+
+  test('a seller user cannot borrow another seller\'s marketplace connection', async () => {
+    const response = await postEvent(ctx, world.headers.seller1, sampleEvent('publication/create', world, { marketplace_connection_id: world.connections['2:MKT'] }));
+    assert.equal(response.statusCode, 400);
+    assert.deepEqual(response.json().errors.map((e: { field: string }) => e.field), ['body.marketplace_connection_id']);
+  });
+
+  test('a seller user\'s events never reach another seller\'s webhooks, whatever their seller filter', async () => {
+    const mine = await insertWebhook(ctx.db, { tenantKind: 'seller', tenantId: '1', topic: 'order/create' });
+    const theirs = await insertWebhook(ctx.db, { tenantKind: 'seller', tenantId: '2', topic: 'order/create' });
+    const theirsAskingForMe = await insertWebhook(ctx.db, { tenantKind: 'seller', tenantId: '2', topic: 'order/create', sellerId: '1' });
+    const response = await postEvent(ctx, world.headers.seller1, sampleEvent('order/create', world));
+    assert.equal(response.json().deliveries, 1);
+    assert.equal((await deliveriesOf(ctx.db, mine.id)).length, 1);
+    assert.equal((await deliveriesOf(ctx.db, theirs.id)).length, 0);
+    assert.equal((await deliveriesOf(ctx.db, theirsAskingForMe.id)).length, 0);
+  });
+
+  test('event_id keys of one seller cannot be used to read another seller\'s event', async () => {
+    await postEvent(ctx, world.headers.seller1, sampleEvent('order/create', world, { event_id: 'shared-key' }));
+    // Same key, seller 2's own event: refused as a different event, and the answer carries nothing of seller 1's.
+    const response = await postEvent(ctx, world.headers.seller2, sampleEvent('order/create', world, { event_id: 'shared-key', seller_id: 2 }));
+    assert.equal(response.statusCode, 409);
+    assert.equal(response.json().deliveries, undefined);
+    assert.equal(await eventCount(), 1);
+  });
+});
