@@ -55,7 +55,7 @@ CREATE TABLE refresh_tokens (
   token_hash bytea NOT NULL UNIQUE,
   session_id uuid NOT NULL REFERENCES sessions (id),
   user_id integer NOT NULL REFERENCES users (id),
-  parent_id bigint REFERENCES refresh_tokens (id),
+  parent_id bigint REFERENCES refresh_tokens (id) ON DELETE SET NULL,
   issued_at timestamptz NOT NULL,
   expires_at timestamptz NOT NULL,
   revoked_at timestamptz,
@@ -63,6 +63,9 @@ CREATE TABLE refresh_tokens (
 );
 CREATE INDEX refresh_tokens_user_active ON refresh_tokens (user_id) WHERE revoked_at IS NULL;
 CREATE INDEX refresh_tokens_session ON refresh_tokens (session_id);
+-- Pruning (src/auth/auth-maintenance.ts) deletes by expiry; the parent index keeps its FK checks cheap.
+CREATE INDEX refresh_tokens_expiry ON refresh_tokens (expires_at);
+CREATE INDEX refresh_tokens_parent ON refresh_tokens (parent_id);
 
 -- Who did what to whose session, for operators and incident response.
 CREATE TABLE auth_events (
@@ -77,14 +80,19 @@ CREATE TABLE auth_events (
   detail jsonb
 );
 CREATE INDEX auth_events_user_time ON auth_events (user_id, created_at);
+CREATE INDEX auth_events_time ON auth_events (created_at);
 
--- Login limit counters, shared by every API process on the database.
+-- Login limit counters, shared by every API process on the database (src/auth/login-limits.postgres.ts).
+-- key: 'uip:<user hash>:<ip>', 'u:<user hash>' or 'ip:<ip>'; window_started_at: first failure of
+-- the hour (for 'uip:' keys the last failure); blocked_until: end of the current cooldown.
 CREATE TABLE login_throttle (
   key text PRIMARY KEY,
   failures integer NOT NULL,
   window_started_at timestamptz NOT NULL,
   blocked_until timestamptz
 );
+-- Pruning finds expired counters by their window.
+CREATE INDEX login_throttle_window ON login_throttle (window_started_at);
 
 -- The catalogue, reached only through the seller in the access token.
 CREATE TABLE products (

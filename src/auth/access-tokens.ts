@@ -43,6 +43,9 @@ export async function issueAccessToken(keys: Keys, config: Config, subject: Toke
 
 export class InvalidAccessTokenError extends Error {}
 
+// Session ids are UUIDs (the sessions table's key); anything else is not a token of ours.
+const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /**
  * Verifies an access token: the algorithm is pinned (no `none`, no HMAC confusion), the key is
  * chosen by kid among the configured verification keys only, typ/iss/aud/exp are checked.
@@ -67,7 +70,7 @@ export async function verifyAccessToken(keys: Keys, config: Config, token: strin
       },
     );
     const userId = Number(payload.sub);
-    if (!Number.isSafeInteger(userId) || !Number.isSafeInteger(payload.seller_id) || typeof payload.sid !== 'string' || !['seller', 'marketplace', 'admin'].includes(payload.role)) {
+    if (!Number.isSafeInteger(userId) || !Number.isSafeInteger(payload.seller_id) || typeof payload.sid !== 'string' || !SESSION_ID.test(payload.sid) || !['seller', 'marketplace', 'admin'].includes(payload.role)) {
       throw new InvalidAccessTokenError('malformed claims');
     }
     return {

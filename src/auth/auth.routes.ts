@@ -1,5 +1,112 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
 import type { FeatureDeps } from '../app.js';
+import { problemResponses } from '../http/openapi.js';
+import { authenticate, principalOf } from './authenticate.js';
+import { createLoginLimiter } from './login-limits.js';
+import { login } from './login.service.js';
+import { verifyDummyPassword } from './passwords.js';
+import { refresh } from './refresh.service.js';
+import { originOf } from './request-origin.js';
+import { sessionRoutes } from './sessions.routes.js';
+import { logout, revokeAll } from './sessions.service.js';
 
-// PLACEHOLDER: replaced by the feature's implementation.
-export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async () => {};
+const TokenPairSchema = Type.Object(
+  {
+    token: Type.String({ description: 'Access token (JWT, EdDSA, typ at+jwt).' }),
+    refresh_token: Type.String({ description: 'Opaque refresh token; single use, rotated at each refresh.' }),
+    user_id: Type.Integer(),
+    user_name: Type.String(),
+    seller_id: Type.Integer({ description: 'The seller in whose context later requests run.' }),
+    expires_in: Type.Integer({ description: 'Lifetime of the access token in seconds (900).' }),
+  },
+  { additionalProperties: false },
+);
+
+const LoginBody = Type.Object({
+  // Control characters are never part of a user name (and PostgreSQL text cannot hold NUL).
+  username: Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\u0000-\\u001f\\u007f]+$' }),
+  password: Type.String({ minLength: 1, maxLength: 1024 }),
+});
+
+// Malformed but present tokens are a 401 (like unknown ones), not a 400.
+const RefreshBody = Type.Object({ refresh_token: Type.String({ minLength: 1, maxLength: 1024 }) });
+
+export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {
+  const limiter = createLoginLimiter({ config: deps.config, db: deps.db });
+  // Builds the dummy hash now, so that the first unknown-user login costs what later ones do.
+  void verifyDummyPassword('warm-up').catch(() => {});
+  app.addHook('onClose', async () => limiter.close());
+  const requireUser = authenticate(deps);
+
+  app.post(
+    '/api/v2/auth/login',
+    {
+      schema: {
+        tags: ['auth'],
+        summary: 'Log in with user name and password',
+        description: 'Returns an access token and a refresh token. 429 carries Retry-After and retry_after while a login limit cools down.',
+        body: LoginBody,
+        response: { 200: TokenPairSchema, ...problemResponses(400, 401, 403, 429, 503) },
+      },
+    },
+    async (request, reply) => {
+      const result = await login(deps, limiter, { ...request.body, origin: originOf(request) });
+      return reply.header('cache-control', 'no-store').send(result);
+    },
+  );
+
+  app.post(
+    '/api/v2/auth/refresh',
+    {
+      schema: {
+        tags: ['auth'],
+        summary: 'Rotate the refresh token',
+        description: 'Revokes the presented refresh token (reason rotated) and returns a new pair. A revoked token presented again revokes every refresh token of the user.',
+        body: RefreshBody,
+        response: { 200: TokenPairSchema, ...problemResponses(400, 401, 403, 503) },
+      },
+    },
+    async (request, reply) => {
+      const result = await refresh(deps, request.body.refresh_token, originOf(request));
+      return reply.header('cache-control', 'no-store').send(result);
+    },
+  );
+
+  app.post(
+    '/api/v2/auth/logout',
+    {
+      preHandler: requireUser,
+      schema: {
+        tags: ['auth'],
+        summary: 'End the current session',
+        description: 'Revokes the refresh token of the session in the access token. The access token itself stays valid until it expires.',
+        security: [{ bearerAuth: [] }],
+        response: { 204: Type.Null({ description: 'Logged out' }), ...problemResponses(401, 503) },
+      },
+    },
+    async (request, reply) => {
+      await logout(deps.db, principalOf(request), originOf(request), deps.clock.now());
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.post(
+    '/api/v2/auth/revoke-all',
+    {
+      preHandler: requireUser,
+      schema: {
+        tags: ['auth'],
+        summary: 'End every session of the user',
+        security: [{ bearerAuth: [] }],
+        response: { 204: Type.Null({ description: 'Every session ended' }), ...problemResponses(401, 503) },
+      },
+    },
+    async (request, reply) => {
+      await revokeAll(deps.db, principalOf(request), originOf(request), deps.clock.now());
+      return reply.code(204).send(null);
+    },
+  );
+
+  await app.register(sessionRoutes, deps);
+};

@@ -1,5 +1,71 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
 import type { FeatureDeps } from '../app.js';
+import { authenticate, principalOf } from '../auth/authenticate.js';
+import { invalidField } from '../http/errors.js';
+import { problemResponses } from '../http/openapi.js';
+import { listProductsOfSeller } from './products.repository.js';
 
-// PLACEHOLDER: replaced by the feature's implementation.
-export const productRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async () => {};
+export const DEFAULT_PAGE_SIZE = 50;
+export const MAX_PAGE_SIZE = 100;
+
+const ProductSchema = Type.Object(
+  {
+    id: Type.Integer(),
+    sku: Type.String(),
+    name: Type.String(),
+    price: Type.Union([Type.Number(), Type.Null()]),
+    stock: Type.Integer(),
+    created_at: Type.String({ format: 'date-time' }),
+  },
+  { additionalProperties: false },
+);
+
+const ProductPage = Type.Object(
+  {
+    items: Type.Array(ProductSchema),
+    next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as ?cursor= for the next page; null on the last page.' }),
+  },
+  { additionalProperties: false },
+);
+
+// The cursor is opaque to clients: base64url of the last id of the page.
+const encodeCursor = (id: number) => Buffer.from(`p:${id}`).toString('base64url');
+
+function decodeCursor(cursor: string | undefined): number {
+  if (cursor === undefined) return 0;
+  const match = /^p:(\d{1,15})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  if (!match) throw invalidField('query.cursor', 'is not a cursor returned by this endpoint');
+  return Number(match[1]);
+}
+
+export const productRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {
+  app.get(
+    '/api/v2/products',
+    {
+      preHandler: authenticate(deps),
+      schema: {
+        tags: ['products'],
+        summary: 'List the products of the seller in the access token',
+        description: 'The seller comes from the access token only. Pages in id order; follow next_cursor until it is null.',
+        security: [{ bearerAuth: [] }],
+        querystring: Type.Object({
+          limit: Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE }),
+          cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+        }),
+        response: { 200: ProductPage, ...problemResponses(400, 401, 503) },
+      },
+    },
+    async (request) => {
+      const { sellerId } = principalOf(request);
+      const { limit, cursor } = request.query;
+      // One row more than asked tells whether another page exists.
+      const rows = await listProductsOfSeller(deps.db, sellerId, decodeCursor(cursor), limit + 1);
+      const page = rows.slice(0, limit);
+      return {
+        items: page.map((row) => ({ ...row, created_at: row.created_at.toISOString() })),
+        next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.id) : null,
+      };
+    },
+  );
+};

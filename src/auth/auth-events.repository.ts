@@ -1,0 +1,51 @@
+import type { Queryable } from '../db/database.js';
+
+export type AuthEventType =
+  | 'login_succeeded'
+  | 'login_failed'
+  | 'login_limited'
+  | 'refresh_rotated'
+  | 'refresh_reuse_detected'
+  | 'logout'
+  | 'revoke_all'
+  | 'session_revoked';
+
+/** Who made a request: kept with every audit event. */
+export interface RequestOrigin {
+  ip: string;
+  userAgent: string | null;
+}
+
+export interface AuthEvent {
+  type: AuthEventType;
+  at: Date;
+  origin: RequestOrigin;
+  userId?: number | null;
+  username?: string | null;
+  sessionId?: string | null;
+  /** Reasons and counts only: never a password or a token. */
+  detail?: Record<string, unknown>;
+}
+
+export async function recordAuthEvent(db: Queryable, event: AuthEvent): Promise<void> {
+  await db.query(
+    `INSERT INTO auth_events (type, user_id, username, session_id, ip, user_agent, created_at, detail)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb)`,
+    [
+      event.type,
+      event.userId ?? null,
+      event.username ?? null,
+      event.sessionId ?? null,
+      event.origin.ip,
+      event.origin.userAgent,
+      event.at,
+      event.detail ? JSON.stringify(event.detail) : null,
+    ],
+  );
+}
+
+/** A bounded copy of the User-Agent header for sessions and audit rows. */
+export function userAgentOf(header: string | string[] | undefined): string | null {
+  const value = Array.isArray(header) ? header[0] : header;
+  return value ? value.slice(0, 512) : null;
+}

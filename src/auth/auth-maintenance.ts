@@ -1,0 +1,44 @@
+import type { Queryable } from '../db/database.js';
+
+const BATCH = 1000;
+
+export interface AuthRetention {
+  /** REFRESH_TOKEN_TTL_SECONDS: an expired token is kept one more lifetime, so a replay still counts as reuse. */
+  refreshTokenTtlSeconds: number;
+  /** How long audit events are kept. */
+  auditRetentionDays: number;
+}
+
+/**
+ * Removes what no rule needs any more: refresh tokens expired for more than one lifetime, sessions
+ * left without tokens, and audit events older than the retention. In batches, so that a backlog
+ * never holds long locks. Meant for the periodic maintenance of the worker or the CLI.
+ */
+export async function pruneAuthRecords(db: Queryable, now: Date, retention: AuthRetention): Promise<{ refreshTokens: number; sessions: number; events: number }> {
+  const tokenCutoff = new Date(now.getTime() - retention.refreshTokenTtlSeconds * 1000);
+  const eventCutoff = new Date(now.getTime() - retention.auditRetentionDays * 86_400_000);
+  const refreshTokens = await deleteInBatches(
+    db,
+    `DELETE FROM refresh_tokens WHERE id IN (SELECT id FROM refresh_tokens WHERE expires_at < $1 LIMIT ${BATCH})`,
+    tokenCutoff,
+  );
+  const sessions = await deleteInBatches(
+    db,
+    `DELETE FROM sessions WHERE id IN (
+       SELECT s.id FROM sessions s
+        WHERE s.last_used_at < $1 AND NOT EXISTS (SELECT 1 FROM refresh_tokens rt WHERE rt.session_id = s.id)
+        LIMIT ${BATCH})`,
+    tokenCutoff,
+  );
+  const events = await deleteInBatches(db, `DELETE FROM auth_events WHERE id IN (SELECT id FROM auth_events WHERE created_at < $1 LIMIT ${BATCH})`, eventCutoff);
+  return { refreshTokens, sessions, events };
+}
+
+async function deleteInBatches(db: Queryable, sql: string, cutoff: Date): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const { rowCount } = await db.query(sql, [cutoff]);
+    total += rowCount;
+    if (rowCount < BATCH) return total;
+  }
+}

@@ -1,0 +1,51 @@
+import assert from 'node:assert/strict';
+import type { TestContext } from '../testing/test-app.js';
+import type { TokenPair } from './token-pair.js';
+
+/** Helpers for the auth tests: the API called exactly as a client would. */
+export function postLogin(ctx: TestContext, body: unknown, headers: Record<string, string> = {}) {
+  return ctx.app.inject({ method: 'POST', url: '/api/v2/auth/login', payload: body as object, headers });
+}
+
+export async function loginOk(ctx: TestContext, user: { username: string; password: string }, headers: Record<string, string> = {}): Promise<TokenPair> {
+  const response = await postLogin(ctx, { username: user.username, password: user.password }, headers);
+  assert.equal(response.statusCode, 200, response.body);
+  return response.json() as TokenPair;
+}
+
+export function postRefresh(ctx: TestContext, refreshToken: unknown, headers: Record<string, string> = {}) {
+  return ctx.app.inject({ method: 'POST', url: '/api/v2/auth/refresh', payload: { refresh_token: refreshToken }, headers });
+}
+
+export function getProducts(ctx: TestContext, accessToken: string, query = '') {
+  return ctx.app.inject({ method: 'GET', url: `/api/v2/products${query}`, headers: { authorization: `Bearer ${accessToken}` } });
+}
+
+export interface TokenRow {
+  id: number;
+  session_id: string;
+  parent_id: number | null;
+  revoked_reason: string | null;
+  revoked_at: Date | null;
+}
+
+export async function refreshTokensOf(ctx: TestContext, userId: number): Promise<TokenRow[]> {
+  const { rows } = await ctx.db.query<TokenRow>(
+    `SELECT id, session_id, parent_id, revoked_reason, revoked_at FROM refresh_tokens WHERE user_id = $1 ORDER BY id`,
+    [userId],
+  );
+  return rows;
+}
+
+export async function authEventsOf(ctx: TestContext, userId: number): Promise<{ type: string; detail: Record<string, unknown> | null }[]> {
+  const { rows } = await ctx.db.query<{ type: string; detail: Record<string, unknown> | null }>(
+    `SELECT type, detail FROM auth_events WHERE user_id = $1 ORDER BY id`,
+    [userId],
+  );
+  return rows;
+}
+
+/** The claims of a JWT, unverified (tests inspect what the service issued). */
+export function claimsOf(token: string): Record<string, unknown> {
+  return JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as Record<string, unknown>;
+}

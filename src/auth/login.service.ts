@@ -1,0 +1,81 @@
+import { randomUUID } from 'node:crypto';
+import { findUserByUsername } from '../accounts/accounts.repository.js';
+import type { FeatureDeps } from '../app.js';
+import { AppError } from '../http/errors.js';
+import { recordAuthEvent, type RequestOrigin } from './auth-events.repository.js';
+import type { LoginLimiter } from './login-limits.js';
+import { hashPassword, needsRehash, verifyDummyPassword, verifyPassword } from './passwords.js';
+import { hashRefreshToken, newRefreshToken } from './refresh-tokens.js';
+import { insertRefreshToken, insertSession } from './sessions.repository.js';
+import { refreshExpiry, tokenPair, type TokenPair } from './token-pair.js';
+
+export interface LoginInput {
+  username: string;
+  password: string;
+  origin: RequestOrigin;
+}
+
+// One body for every "no" before the password is known to be right: unknown user, wrong
+// password, and an inactive user with a wrong password are indistinguishable.
+const invalidCredentials = () => new AppError('invalid_credentials', 'The user name or the password is wrong.');
+
+/**
+ * Login: limiter first (no password is verified while cooling down), then the password (a dummy
+ * verification for unknown users, so timing tells nothing), and only after a correct password
+ * whether the user is active. A success opens a session with its first refresh token.
+ */
+export async function login(deps: FeatureDeps, limiter: LoginLimiter, input: LoginInput): Promise<TokenPair> {
+  const { db, config, clock } = deps;
+  const { origin } = input;
+  const username = input.username;
+  const limiterKey = username.toLowerCase();
+  const now = clock.now();
+
+  const decision = await limiter.attempt(limiterKey, origin.ip, now);
+  if (!decision.allowed) {
+    const known = await findUserByUsername(db, username);
+    await recordAuthEvent(db, { type: 'login_limited', at: now, origin, userId: known?.id ?? null, username: known?.username ?? null, detail: { retry_after: decision.retryAfterSeconds } });
+    throw new AppError('rate_limited', `Too many failed logins; retry in ${decision.retryAfterSeconds} s.`, {
+      headers: { 'retry-after': String(decision.retryAfterSeconds) },
+      extensions: { retry_after: decision.retryAfterSeconds },
+    });
+  }
+
+  const user = await findUserByUsername(db, username);
+  if (!user) {
+    await verifyDummyPassword(input.password);
+    // The typed name is not stored: people type passwords into the user name field.
+    await recordAuthEvent(db, { type: 'login_failed', at: now, origin, detail: { reason: 'unknown_user' } });
+    throw invalidCredentials();
+  }
+  if (!(await verifyPassword(user.password_hash, input.password))) {
+    const reason = user.active ? 'wrong_password' : 'wrong_password_inactive_user';
+    await recordAuthEvent(db, { type: 'login_failed', at: now, origin, userId: user.id, username: user.username, detail: { reason } });
+    throw invalidCredentials();
+  }
+  await limiter.succeeded(limiterKey, origin.ip, now);
+  if (!user.active) {
+    await recordAuthEvent(db, { type: 'login_failed', at: now, origin, userId: user.id, username: user.username, detail: { reason: 'user_inactive' } });
+    throw new AppError('user_inactive', 'The user is disabled.');
+  }
+  if (needsRehash(user.password_hash)) {
+    const rehashed = await hashPassword(input.password);
+    await db.query(`UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1 AND password_hash = $3`, [user.id, rehashed, user.password_hash]);
+  }
+
+  const sessionId = randomUUID();
+  const refreshToken = newRefreshToken();
+  await db.transaction(async (tx) => {
+    await insertSession(tx, { id: sessionId, userId: user.id, now, userAgent: origin.userAgent, ip: origin.ip });
+    await insertRefreshToken(tx, {
+      hash: hashRefreshToken(refreshToken),
+      sessionId,
+      userId: user.id,
+      parentId: null,
+      issuedAt: now,
+      expiresAt: refreshExpiry(now, config.REFRESH_TOKEN_TTL_SECONDS),
+    });
+    await recordAuthEvent(tx, { type: 'login_succeeded', at: now, origin, userId: user.id, username: user.username, sessionId });
+  });
+  return tokenPair(deps, user, sessionId, refreshToken, now);
+}

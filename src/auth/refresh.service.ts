@@ -1,0 +1,101 @@
+import type { FeatureDeps } from '../app.js';
+import { AppError } from '../http/errors.js';
+import { recordAuthEvent, type RequestOrigin } from './auth-events.repository.js';
+import { hashRefreshToken, isWellFormedRefreshToken, successorOf } from './refresh-tokens.js';
+import {
+  insertRefreshToken,
+  isActiveSuccessor,
+  lockRefreshToken,
+  revokeAllOfUser,
+  revokeRefreshToken,
+  touchSession,
+  type LockedRefreshToken,
+} from './sessions.repository.js';
+import { refreshExpiry, tokenPair, type TokenOwner, type TokenPair } from './token-pair.js';
+
+type Outcome =
+  | { kind: 'issued'; owner: TokenOwner; sessionId: string; refreshToken: string }
+  | { kind: 'invalid' }
+  | { kind: 'reuse' }
+  | { kind: 'inactive' };
+
+const invalidRefreshToken = () => new AppError('invalid_refresh_token', 'The refresh token is invalid, expired or revoked; log in again.');
+
+/**
+ * Rotation in one transaction with the presented token's row locked, so that parallel refreshes
+ * of one token queue: the first rotates it, the others find it revoked. The transaction returns
+ * an outcome instead of throwing, because the reuse branch's revocations must commit although the
+ * request fails.
+ */
+export async function refresh(deps: FeatureDeps, presented: string, origin: RequestOrigin): Promise<TokenPair> {
+  const { db, config, keys, clock } = deps;
+  if (!isWellFormedRefreshToken(presented)) throw invalidRefreshToken();
+  const now = clock.now();
+
+  const outcome = await db.transaction(async (tx): Promise<Outcome> => {
+    const row = await lockRefreshToken(tx, hashRefreshToken(presented));
+    if (!row) return { kind: 'invalid' };
+    const owner = ownerOf(row);
+    const successor = successorOf(keys.refreshSuccessorKey, presented);
+
+    if (row.revoked_at) {
+      if (await withinGrace(tx, row, successor, now, config.REFRESH_REUSE_GRACE_SECONDS)) {
+        if (!row.user_active) return { kind: 'inactive' };
+        await touchSession(tx, row.session_id, now);
+        await recordAuthEvent(tx, { type: 'refresh_rotated', at: now, origin, userId: row.user_id, username: row.username, sessionId: row.session_id, detail: { grace_replay: true } });
+        return { kind: 'issued', owner, sessionId: row.session_id, refreshToken: successor };
+      }
+      const revoked = await revokeAllOfUser(tx, row.user_id, 'security_breach_token_reuse', now);
+      await recordAuthEvent(tx, {
+        type: 'refresh_reuse_detected',
+        at: now,
+        origin,
+        userId: row.user_id,
+        username: row.username,
+        sessionId: row.session_id,
+        detail: { previous_reason: row.revoked_reason, revoked_tokens: revoked },
+      });
+      return { kind: 'reuse' };
+    }
+    // An expired token is simply no longer valid: nothing is revoked.
+    if (row.expires_at.getTime() <= now.getTime()) return { kind: 'invalid' };
+    if (!row.user_active) return { kind: 'inactive' };
+
+    await revokeRefreshToken(tx, row.id, 'rotated', now);
+    await insertRefreshToken(tx, {
+      hash: hashRefreshToken(successor),
+      sessionId: row.session_id,
+      userId: row.user_id,
+      parentId: row.id,
+      issuedAt: now,
+      expiresAt: refreshExpiry(now, config.REFRESH_TOKEN_TTL_SECONDS),
+    });
+    await touchSession(tx, row.session_id, now);
+    await recordAuthEvent(tx, { type: 'refresh_rotated', at: now, origin, userId: row.user_id, username: row.username, sessionId: row.session_id });
+    return { kind: 'issued', owner, sessionId: row.session_id, refreshToken: successor };
+  });
+
+  switch (outcome.kind) {
+    case 'issued':
+      return tokenPair(deps, outcome.owner, outcome.sessionId, outcome.refreshToken, now);
+    case 'inactive':
+      throw new AppError('user_inactive', 'The user is disabled.');
+    case 'invalid':
+    case 'reuse':
+      throw invalidRefreshToken();
+  }
+}
+
+/**
+ * The grace option: the immediate predecessor, presented again shortly after its rotation,
+ * yields the same successor, provided that successor is still active (not itself rotated).
+ */
+async function withinGrace(tx: Parameters<typeof lockRefreshToken>[0], row: LockedRefreshToken, successor: string, now: Date, graceSeconds: number): Promise<boolean> {
+  if (graceSeconds <= 0 || row.revoked_reason !== 'rotated' || !row.revoked_at) return false;
+  if (now.getTime() - row.revoked_at.getTime() > graceSeconds * 1000) return false;
+  return isActiveSuccessor(tx, row.id, hashRefreshToken(successor), now);
+}
+
+function ownerOf(row: LockedRefreshToken): TokenOwner {
+  return { id: row.user_id, username: row.username, seller_id: row.seller_id, role: row.role, marketplace_code: row.marketplace_code };
+}

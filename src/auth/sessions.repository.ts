@@ -1,0 +1,135 @@
+import type { Queryable } from '../db/database.js';
+
+export type RevocationReason = 'rotated' | 'security_breach_token_reuse' | 'logout' | 'revoke_all' | 'session_revoked';
+
+export interface LockedRefreshToken {
+  id: number;
+  session_id: string;
+  user_id: number;
+  expires_at: Date;
+  revoked_at: Date | null;
+  revoked_reason: RevocationReason | null;
+  username: string;
+  seller_id: number;
+  role: 'seller' | 'marketplace' | 'admin';
+  marketplace_code: string | null;
+  user_active: boolean;
+}
+
+export interface SessionRow {
+  id: string;
+  created_at: Date;
+  last_used_at: Date;
+  user_agent: string | null;
+  ip: string | null;
+}
+
+export async function insertSession(
+  db: Queryable,
+  session: { id: string; userId: number; now: Date; userAgent: string | null; ip: string },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO sessions (id, user_id, created_at, last_used_at, user_agent, ip) VALUES ($1, $2, $3, $3, $4, $5)`,
+    [session.id, session.userId, session.now, session.userAgent, session.ip],
+  );
+}
+
+export async function insertRefreshToken(
+  db: Queryable,
+  token: { hash: Buffer; sessionId: string; userId: number; parentId: number | null; issuedAt: Date; expiresAt: Date },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO refresh_tokens (token_hash, session_id, user_id, parent_id, issued_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+    [token.hash, token.sessionId, token.userId, token.parentId, token.issuedAt, token.expiresAt],
+  );
+}
+
+// Namespace of the per-user advisory lock taken by refreshes (pg_advisory_xact_lock(int4, int4)).
+const REFRESH_LOCK_NAMESPACE = 72_001;
+
+/**
+ * The token row (with its user), locked until the transaction ends. Refreshes of one user queue
+ * on a per-user advisory lock first: a reuse sweep then sees every successor that a concurrent
+ * rotation of another of the user's tokens created, instead of missing one that commits mid-sweep.
+ */
+export async function lockRefreshToken(tx: Queryable, hash: Buffer): Promise<LockedRefreshToken | undefined> {
+  const owner = await tx.query<{ user_id: number }>(`SELECT user_id FROM refresh_tokens WHERE token_hash = $1`, [hash]);
+  if (owner.rows.length === 0) return undefined;
+  await tx.query(`SELECT pg_advisory_xact_lock($1, $2)`, [REFRESH_LOCK_NAMESPACE, owner.rows[0]!.user_id]);
+  const { rows } = await tx.query<LockedRefreshToken>(
+    `SELECT rt.id, rt.session_id, rt.user_id, rt.expires_at, rt.revoked_at, rt.revoked_reason,
+            u.username, u.seller_id, u.role, u.marketplace_code, u.active AS user_active
+       FROM refresh_tokens rt JOIN users u ON u.id = rt.user_id
+      WHERE rt.token_hash = $1
+        FOR UPDATE OF rt`,
+    [hash],
+  );
+  return rows[0];
+}
+
+/** Whether the token with this hash is the still-usable direct successor of `parentId`. */
+export async function isActiveSuccessor(tx: Queryable, parentId: number, hash: Buffer, now: Date): Promise<boolean> {
+  const { rowCount } = await tx.query(
+    `SELECT 1 FROM refresh_tokens WHERE token_hash = $1 AND parent_id = $2 AND revoked_at IS NULL AND expires_at > $3`,
+    [hash, parentId, now],
+  );
+  return rowCount > 0;
+}
+
+export async function revokeRefreshToken(tx: Queryable, id: number, reason: RevocationReason, now: Date): Promise<void> {
+  await tx.query(`UPDATE refresh_tokens SET revoked_at = $2, revoked_reason = $3 WHERE id = $1 AND revoked_at IS NULL`, [id, now, reason]);
+}
+
+/** Revokes every active refresh token and session of a user in one statement; returns how many tokens. */
+export async function revokeAllOfUser(db: Queryable, userId: number, reason: RevocationReason, now: Date): Promise<number> {
+  const { rows } = await db.query<{ tokens: number }>(
+    `WITH tokens AS (
+       UPDATE refresh_tokens SET revoked_at = $2, revoked_reason = $3
+        WHERE user_id = $1 AND revoked_at IS NULL
+        RETURNING 1
+     ), sessions AS (
+       UPDATE sessions SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL RETURNING 1
+     )
+     SELECT (SELECT count(*) FROM tokens)::int AS tokens`,
+    [userId, now, reason],
+  );
+  return rows[0]?.tokens ?? 0;
+}
+
+/**
+ * Revokes one session of a user and its active refresh tokens. Returns whether the session
+ * belongs to the user (revoked now or before), so that another user's session id is a 404.
+ */
+export async function revokeSession(db: Queryable, sessionId: string, userId: number, reason: RevocationReason, now: Date): Promise<{ found: boolean; wasActive: boolean }> {
+  const { rows } = await db.query<{ was_active: boolean }>(
+    `WITH target AS (
+       SELECT id, revoked_at IS NULL AS was_active FROM sessions WHERE id = $1 AND user_id = $2
+     ), tokens AS (
+       UPDATE refresh_tokens SET revoked_at = $3, revoked_reason = $4
+        WHERE session_id IN (SELECT id FROM target) AND revoked_at IS NULL
+     ), closed AS (
+       UPDATE sessions SET revoked_at = $3 WHERE id IN (SELECT id FROM target) AND revoked_at IS NULL
+     )
+     SELECT was_active FROM target`,
+    [sessionId, userId, now, reason],
+  );
+  return { found: rows.length > 0, wasActive: rows[0]?.was_active ?? false };
+}
+
+export async function touchSession(tx: Queryable, sessionId: string, now: Date): Promise<void> {
+  await tx.query(`UPDATE sessions SET last_used_at = GREATEST(last_used_at, $2) WHERE id = $1`, [sessionId, now]);
+}
+
+/** Sessions that can still be refreshed, most recently used first. */
+export async function listActiveSessions(db: Queryable, userId: number, now: Date, limit: number): Promise<SessionRow[]> {
+  const { rows } = await db.query<SessionRow>(
+    `SELECT s.id, s.created_at, s.last_used_at, s.user_agent, s.ip
+       FROM sessions s
+      WHERE s.user_id = $1 AND s.revoked_at IS NULL
+        AND EXISTS (SELECT 1 FROM refresh_tokens rt WHERE rt.session_id = s.id AND rt.revoked_at IS NULL AND rt.expires_at > $2)
+      ORDER BY s.last_used_at DESC, s.id
+      LIMIT $3`,
+    [userId, now, limit],
+  );
+  return rows;
+}

@@ -1,0 +1,32 @@
+import type { Database } from '../db/database.js';
+
+type Transactional = Pick<Database, 'transaction'>;
+import { recordAuthEvent, type RequestOrigin } from './auth-events.repository.js';
+import type { Principal } from './access-tokens.js';
+import { revokeAllOfUser, revokeSession } from './sessions.repository.js';
+
+/** Logout: the current session and its refresh token end; the access token lives on until it expires. */
+export async function logout(db: Transactional, principal: Principal, origin: RequestOrigin, now: Date): Promise<void> {
+  await db.transaction(async (tx) => {
+    const { wasActive } = await revokeSession(tx, principal.sessionId, principal.userId, 'logout', now);
+    await recordAuthEvent(tx, { type: 'logout', at: now, origin, userId: principal.userId, sessionId: principal.sessionId, detail: { session_was_active: wasActive } });
+  });
+}
+
+export async function revokeAll(db: Transactional, principal: Principal, origin: RequestOrigin, now: Date): Promise<void> {
+  await db.transaction(async (tx) => {
+    const revoked = await revokeAllOfUser(tx, principal.userId, 'revoke_all', now);
+    await recordAuthEvent(tx, { type: 'revoke_all', at: now, origin, userId: principal.userId, sessionId: principal.sessionId, detail: { revoked_tokens: revoked } });
+  });
+}
+
+/** Returns false when the session is not one of the user's (the route answers 404). */
+export async function revokeOneSession(db: Transactional, principal: Principal, sessionId: string, origin: RequestOrigin, now: Date): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    const { found, wasActive } = await revokeSession(tx, sessionId, principal.userId, 'session_revoked', now);
+    if (found && wasActive) {
+      await recordAuthEvent(tx, { type: 'session_revoked', at: now, origin, userId: principal.userId, sessionId, detail: { by_session: principal.sessionId } });
+    }
+    return found;
+  });
+}

@@ -1,0 +1,48 @@
+import type { Role } from '../accounts/accounts.repository.js';
+import type { FeatureDeps } from '../app.js';
+import { issueAccessToken } from './access-tokens.js';
+
+/** The login result of the spec; refresh answers with the same fields. */
+export interface TokenPair {
+  token: string;
+  refresh_token: string;
+  user_id: number;
+  user_name: string;
+  seller_id: number;
+  expires_in: number;
+}
+
+export interface TokenOwner {
+  id: number;
+  username: string;
+  seller_id: number;
+  role: Role;
+  marketplace_code: string | null;
+}
+
+export async function tokenPair(
+  { keys, config }: Pick<FeatureDeps, 'keys' | 'config'>,
+  user: TokenOwner,
+  sessionId: string,
+  refreshToken: string,
+  now: Date,
+): Promise<TokenPair> {
+  const token = await issueAccessToken(
+    keys,
+    config,
+    { userId: user.id, sessionId, sellerId: user.seller_id, role: user.role, marketplaceCode: user.marketplace_code },
+    now,
+  );
+  return {
+    token,
+    refresh_token: refreshToken,
+    user_id: user.id,
+    user_name: user.username,
+    seller_id: user.seller_id,
+    expires_in: config.ACCESS_TOKEN_TTL_SECONDS,
+  };
+}
+
+export function refreshExpiry(issuedAt: Date, ttlSeconds: number): Date {
+  return new Date(issuedAt.getTime() + ttlSeconds * 1000);
+}
