@@ -22,6 +22,9 @@ import { productRoutes } from './products/products.routes.js';
 import { webhookRoutes } from './webhooks/webhooks.routes.js';
 import { eventRoutes } from './events/events.routes.js';
 import { deliveryRoutes } from './delivery/deliveries.routes.js';
+import { createMetrics, type Metrics } from './delivery/metrics.js';
+import { metricsRoutes } from './delivery/metrics.routes.js';
+import { testNotificationRoutes } from './delivery/test-notification.routes.js';
 
 /** Everything the HTTP API needs from the outside; tests pass their own database and clock. */
 export interface AppDeps {
@@ -29,6 +32,8 @@ export interface AppDeps {
   db: Database;
   keys: Keys;
   clock?: Clock;
+  /** Prometheus metrics; `serve --role all` shares them with the worker. A fresh set by default. */
+  metrics?: Metrics;
   /** A pino logger, or false for none (tests). Defaults to JSON logs at LOG_LEVEL. */
   logger?: FastifyBaseLogger | false;
 }
@@ -53,7 +58,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export async function buildApp(deps: AppDeps): Promise<App> {
   const { config } = deps;
-  const feature: FeatureDeps = { config, db: deps.db, keys: deps.keys, clock: deps.clock ?? systemClock };
+  const feature: FeatureDeps = { config, db: deps.db, keys: deps.keys, clock: deps.clock ?? systemClock, metrics: deps.metrics ?? createMetrics() };
 
   const options: FastifyServerOptions = {
     bodyLimit: config.BODY_LIMIT_BYTES,
@@ -81,6 +86,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
   registerProblemHandlers(app, config.DATABASE_RETRY_AFTER_SECONDS);
   await registerOpenApi(app);
+  // First, so that its request-duration hook sees every route.
+  await app.register(metricsRoutes, feature);
 
   await app.register(healthRoutes, feature);
   await app.register(authRoutes, feature);
@@ -88,5 +95,6 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(webhookRoutes, feature);
   await app.register(eventRoutes, feature);
   await app.register(deliveryRoutes, feature);
+  await app.register(testNotificationRoutes, feature);
   return app;
 }

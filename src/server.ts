@@ -8,6 +8,7 @@ import { isUnavailable } from './db/database.js';
 import { migrate } from './db/migrate.js';
 import { openDatabase } from './db/open.js';
 import { startDeliveryWorker, type DeliveryWorker } from './delivery/worker.js';
+import { createMetrics } from './delivery/metrics.js';
 import { loadKeys } from './keys.js';
 
 export type Role = 'all' | 'api' | 'worker';
@@ -33,9 +34,11 @@ export async function serve(config: Config, role: Role): Promise<void> {
     process.stderr.write(`\n${FIRST_USER_HINT}\n\n`);
   }
 
-  const app = role === 'worker' ? undefined : await buildApp({ config, db, keys, logger });
+  // One set of metrics, so that /metrics also shows this process's delivery attempts (role all).
+  const metrics = createMetrics();
+  const app = role === 'worker' ? undefined : await buildApp({ config, db, keys, logger, metrics });
   let worker: DeliveryWorker | undefined;
-  if (role !== 'api') worker = await startDeliveryWorker({ config, db, keys, clock: systemClock, logger });
+  if (role !== 'api') worker = await startDeliveryWorker({ config, db, keys, clock: systemClock, logger, metrics });
   if (app) await app.listen({ host: config.HOST, port: config.PORT });
   logger.info({ role, engine: db.engine, port: app ? config.PORT : undefined }, 'plaza started');
 

@@ -3,6 +3,11 @@ import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { Keys } from '../keys.js';
+import { releaseClaims } from './claim.js';
+import { claim, createDeliverer, deliverClaimed, type Deliverer } from './deliver.js';
+import { pruneExpired } from './maintenance.js';
+import type { Metrics } from './metrics.js';
+import { disableFailingWebhooks } from './webhook-health.js';
 
 export interface WorkerDeps {
   config: Config;
@@ -10,14 +15,156 @@ export interface WorkerDeps {
   keys: Keys;
   clock: Clock;
   logger: FastifyBaseLogger;
+  metrics?: Metrics;
+  workerId?: string;
 }
 
 export interface DeliveryWorker {
+  readonly workerId: string;
   /** Finishes in-flight sends (bounded by SHUTDOWN_TIMEOUT_MS) and releases the remaining claims. */
   stop(): Promise<void>;
 }
 
-// PLACEHOLDER: replaced by the delivery implementation.
-export async function startDeliveryWorker(_deps: WorkerDeps): Promise<DeliveryWorker> {
-  return { stop: async () => {} };
+/** The channel the intake notifies in the transaction that creates deliveries. */
+export const DELIVERY_CHANNEL = 'plaza_deliveries';
+
+const MAINTENANCE_INTERVAL_MS = 15 * 60_000;
+
+/**
+ * The long-running worker of `plaza serve`: wakes on NOTIFY, on the slow poll, when the earliest
+ * scheduled retry is due and whenever a send finishes (a slot frees up, or the next delivery of an
+ * entity may go); claims as many deliveries as it has free slots and sends them concurrently.
+ */
+export async function startDeliveryWorker(deps: WorkerDeps): Promise<DeliveryWorker> {
+  const deliverer = createDeliverer(deps);
+  const loop = new WorkerLoop(deliverer, deps);
+  await loop.start();
+  return { workerId: deliverer.workerId, stop: () => loop.stop() };
+}
+
+class WorkerLoop {
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly shutdown = new AbortController();
+  private stopping = false;
+  private running = false;
+  private again = false;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private dueTimer: NodeJS.Timeout | undefined;
+  private maintenanceTimer: NodeJS.Timeout | undefined;
+  private unlisten: (() => Promise<void>) | undefined;
+
+  constructor(
+    private readonly deliverer: Deliverer,
+    private readonly deps: WorkerDeps,
+  ) {}
+
+  async start(): Promise<void> {
+    const { db, config, logger } = this.deps;
+    if (config.DELIVERY_LEASE_SECONDS * 1000 <= config.DELIVERY_TIMEOUT_MS) {
+      logger.warn('DELIVERY_LEASE_SECONDS is not longer than DELIVERY_TIMEOUT_MS: a slow send may be taken over and sent twice');
+    }
+    try {
+      this.unlisten = await db.listen(DELIVERY_CHANNEL, () => this.wake());
+    } catch (error) {
+      logger.warn({ err: error }, 'LISTEN failed; the worker relies on polling');
+    }
+    this.pollTimer = setInterval(() => this.wake(), config.DELIVERY_POLL_INTERVAL_MS);
+    this.maintenanceTimer = setInterval(() => void this.maintain(), MAINTENANCE_INTERVAL_MS);
+    this.maintenanceTimer.unref();
+    void this.maintain();
+    logger.info({ workerId: this.deliverer.workerId }, 'delivery worker started');
+    this.wake();
+  }
+
+  /** Runs a claim round now, or right after the one in progress. */
+  wake(): void {
+    if (this.stopping) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = true;
+    void this.round().finally(() => {
+      this.running = false;
+      if (this.again && !this.stopping) {
+        this.again = false;
+        this.wake();
+      }
+    });
+  }
+
+  private async round(): Promise<void> {
+    const { config, logger } = this.deps;
+    try {
+      const free = config.DELIVERY_CONCURRENCY - this.inFlight.size;
+      const claimed = free > 0 ? await claim(this.deliverer, free) : [];
+      for (const delivery of claimed) {
+        const task: Promise<void> = deliverClaimed(this.deliverer, delivery, this.shutdown.signal)
+          .then(() => undefined, (error: unknown) => logger.error({ err: error, deliveryId: delivery.id }, 'recording a delivery attempt failed'))
+          .finally(() => {
+            this.inFlight.delete(task);
+            this.wake();
+          });
+        this.inFlight.add(task);
+      }
+      // A full batch may mean more is due right away.
+      if (claimed.length > 0 && claimed.length === free) this.again = true;
+      await this.scheduleNextDue();
+    } catch (error) {
+      // The database may be restarting: the poll tries again.
+      logger.warn({ err: error }, 'claiming deliveries failed');
+    }
+  }
+
+  /** Sleeps until the earliest scheduled attempt rather than a whole poll interval. */
+  private async scheduleNextDue(): Promise<void> {
+    const { db, clock, config } = this.deps;
+    const { rows } = await db.query<{ next: Date | null }>(
+      `SELECT min(next_attempt_at) AS next FROM deliveries WHERE status = 'pending' AND next_attempt_at > $1`,
+      [clock.now()],
+    );
+    const next = rows[0]?.next;
+    clearTimeout(this.dueTimer);
+    if (!next || this.stopping) return;
+    const wait = new Date(next).getTime() - clock.now().getTime();
+    if (wait < config.DELIVERY_POLL_INTERVAL_MS) this.dueTimer = setTimeout(() => this.wake(), Math.max(wait, 0) + 5);
+  }
+
+  private async maintain(): Promise<void> {
+    const { db, clock, config, logger } = this.deps;
+    try {
+      const disabled = await disableFailingWebhooks(db, clock.now(), config.DELIVERY_DISABLE_AFTER_DAYS);
+      const pruned = await pruneExpired(db, clock.now(), config.DELIVERY_RETENTION_DAYS);
+      if (disabled > 0 || pruned.attempts + pruned.deliveries + pruned.events > 0) logger.info({ disabled, pruned }, 'delivery maintenance');
+    } catch (error) {
+      logger.warn({ err: error }, 'delivery maintenance failed');
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    const { db, clock, config, logger } = this.deps;
+    clearInterval(this.pollTimer);
+    clearInterval(this.maintenanceTimer);
+    clearTimeout(this.dueTimer);
+    await this.unlisten?.().catch(() => {});
+    // Let a claim round in progress finish so that its claims are counted below.
+    while (this.running) await new Promise((resolve) => setTimeout(resolve, 10));
+
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<void>((resolve) => (timer = setTimeout(resolve, config.SHUTDOWN_TIMEOUT_MS)));
+    await Promise.race([Promise.allSettled([...this.inFlight]), timedOut]);
+    clearTimeout(timer);
+    // Claims still held go back first; a send still running then finds its lease gone and changes nothing.
+    try {
+      const released = await releaseClaims(db, this.deliverer.workerId, clock.now());
+      logger.info({ workerId: this.deliverer.workerId, released }, 'delivery worker stopped');
+    } catch (error) {
+      logger.warn({ err: error }, 'releasing claims failed; they return after the lease');
+    }
+    this.shutdown.abort();
+    await Promise.race([Promise.allSettled([...this.inFlight]), new Promise((resolve) => setTimeout(resolve, 1000))]);
+    await this.deliverer.close().catch(() => {});
+  }
 }

@@ -1,0 +1,165 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Agent } from 'undici';
+import type { Clock } from '../clock.js';
+import type { Config } from '../config.js';
+import type { Database } from '../db/database.js';
+import type { Keys } from '../keys.js';
+import { parseNetworks } from '../net/address-policy.js';
+import { decryptSecret, secretKeyBytes } from '../webhooks/secret-box.js';
+import { claimDueDeliveries, completeAttempt, type AttemptOutcome, type ClaimedDelivery } from './claim.js';
+import type { Metrics } from './metrics.js';
+import { nextRetryDelay, parseRetryAfter, parseRetrySchedule } from './retry-schedule.js';
+import { sendNotification, type SendResult } from './sender.js';
+import { createGuardedAgent } from './ssrf-guard.js';
+import { disableGoneWebhook, noteWebhookFailure, noteWebhookSuccess } from './webhook-health.js';
+
+export interface DelivererDeps {
+  config: Config;
+  db: Database;
+  keys: Keys;
+  clock: Clock;
+  logger?: FastifyBaseLogger;
+  metrics?: Metrics;
+  /** Names this worker's leases; unique per process by default. */
+  workerId?: string;
+}
+
+/** What one worker needs to send: its id, its guarded HTTP agent and the parsed settings. */
+export interface Deliverer {
+  readonly deps: DelivererDeps;
+  readonly workerId: string;
+  readonly agent: Agent;
+  readonly schedule: number[];
+  close(): Promise<void>;
+}
+
+export interface DeliveryResult {
+  deliveryId: number;
+  messageId: string;
+  outcome: AttemptOutcome['kind'];
+  send: SendResult;
+  /** False when the lease was lost meanwhile (another worker took over, or the webhook was deleted). */
+  recorded: boolean;
+}
+
+export function newWorkerId(): string {
+  return `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+}
+
+export function createDeliverer(deps: DelivererDeps): Deliverer {
+  const { config } = deps;
+  const agent = createGuardedAgent({
+    allowed: parseNetworks(config.WEBHOOK_ALLOWED_NETWORKS),
+    connectTimeoutMs: config.DELIVERY_CONNECT_TIMEOUT_MS,
+    responseTimeoutMs: config.DELIVERY_TIMEOUT_MS,
+  });
+  return {
+    deps,
+    workerId: deps.workerId ?? newWorkerId(),
+    agent,
+    schedule: parseRetrySchedule(config.DELIVERY_RETRY_SCHEDULE),
+    close: () => agent.close(),
+  };
+}
+
+/** The HMAC keys a webhook signs with now: its secret, and the previous one until it expires. */
+export function signingKeys(keys: Keys, webhook: Pick<ClaimedDelivery, 'secret_encrypted' | 'previous_secret_encrypted' | 'previous_secret_expires_at'>, now: Date): Buffer[] {
+  const result = [secretKeyBytes(decryptSecret(keys.webhookSecretsKey, webhook.secret_encrypted))];
+  const expires = webhook.previous_secret_expires_at;
+  if (webhook.previous_secret_encrypted && expires && new Date(expires).getTime() > now.getTime()) {
+    result.push(secretKeyBytes(decryptSecret(keys.webhookSecretsKey, webhook.previous_secret_encrypted)));
+  }
+  return result;
+}
+
+/** Claims what is due (up to `limit`), sends it all, records every attempt. For tests and one-shot runs. */
+export async function deliverDue(deliverer: Deliverer, limit = deliverer.deps.config.DELIVERY_CONCURRENCY): Promise<DeliveryResult[]> {
+  const claimed = await claim(deliverer, limit);
+  return Promise.all(claimed.map((delivery) => deliverClaimed(deliverer, delivery)));
+}
+
+export function claim(deliverer: Deliverer, limit: number): Promise<ClaimedDelivery[]> {
+  const { config, db, clock } = deliverer.deps;
+  return claimDueDeliveries(db, {
+    workerId: deliverer.workerId,
+    now: clock.now(),
+    leaseSeconds: config.DELIVERY_LEASE_SECONDS,
+    limit,
+    perWebhookLimit: config.DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK,
+  });
+}
+
+/** Sends one claimed delivery and records the attempt; never throws for a receiver's failure. */
+export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDelivery, signal?: AbortSignal): Promise<DeliveryResult> {
+  const { config, db, clock, keys, metrics, logger } = deliverer.deps;
+  const startedAt = clock.now();
+  let send: SendResult;
+  try {
+    send = await sendNotification(
+      deliverer.agent,
+      {
+        url: delivery.callback_url,
+        messageId: delivery.message_id,
+        body: delivery.body,
+        keys: signingKeys(keys, delivery, startedAt),
+        headers: delivery.headers ?? {},
+        timestampSeconds: Math.floor(startedAt.getTime() / 1000),
+      },
+      config.DELIVERY_TIMEOUT_MS,
+      signal,
+    );
+  } catch (error) {
+    // Only our side can get here (a secret that does not decrypt): an attempt that failed, logged in full.
+    logger?.error({ err: error, deliveryId: delivery.id }, 'cannot prepare a notification');
+    send = { statusCode: null, error: 'internal error preparing the notification', responseBody: null, retryAfter: undefined, durationMs: 0 };
+  }
+
+  const now = clock.now();
+  const outcome = decideOutcome(deliverer, delivery.attempts + 1, send, now);
+  const recorded = await db.transaction(async (tx) => {
+    const done = await completeAttempt(tx, {
+      deliveryId: delivery.id,
+      workerId: deliverer.workerId,
+      startedAt,
+      durationMs: send.durationMs,
+      statusCode: send.statusCode,
+      error: send.error,
+      // PostgreSQL text cannot hold NUL; a receiver's answer is for reading, not byte-exact.
+      responseBody: send.responseBody?.replaceAll('\u0000', '\uFFFD') ?? null,
+      outcome,
+      now,
+    });
+    if (!done) return false;
+    if (outcome.kind === 'succeeded') await noteWebhookSuccess(tx, delivery.webhook_id, now);
+    else if (outcome.kind === 'gone') await disableGoneWebhook(tx, delivery.webhook_id, now);
+    else await noteWebhookFailure(tx, delivery.webhook_id, now, config.DELIVERY_DISABLE_AFTER_DAYS);
+    return true;
+  });
+
+  metrics?.deliveryAttempts.inc({ outcome: outcome.kind });
+  metrics?.attemptDuration.observe({ outcome: outcome.kind }, send.durationMs / 1000);
+  if (recorded && outcome.kind !== 'retry') metrics?.deliveriesCompleted.inc({ outcome: outcome.kind === 'succeeded' ? 'succeeded' : 'failed' });
+  logger?.debug({ deliveryId: delivery.id, status: send.statusCode, error: send.error, outcome: outcome.kind, recorded }, 'delivery attempt');
+  return { deliveryId: delivery.id, messageId: delivery.message_id, outcome: outcome.kind, send, recorded };
+}
+
+/**
+ * 2xx succeeds; 410 fails and disables; anything else retries on the schedule (429/503 after the
+ * receiver's Retry-After when it gives one) until the schedule is exhausted.
+ */
+export function decideOutcome(deliverer: Pick<Deliverer, 'deps' | 'schedule'>, attemptNumber: number, send: SendResult, now: Date): AttemptOutcome {
+  const { config } = deliverer.deps;
+  const status = send.statusCode;
+  if (status !== null && status >= 200 && status < 300) return { kind: 'succeeded' };
+  if (status === 410) return { kind: 'gone' };
+  const scheduled = nextRetryDelay(deliverer.schedule, attemptNumber, config.DELIVERY_RETRY_JITTER);
+  if (scheduled === undefined) return { kind: 'failed' };
+  let delay = scheduled;
+  if (status === 429 || status === 503) {
+    const asked = parseRetryAfter(send.retryAfter, now, config.DELIVERY_RETRY_AFTER_MAX_SECONDS);
+    if (asked !== undefined) delay = asked;
+  }
+  return { kind: 'retry', nextAttemptAt: new Date(now.getTime() + delay) };
+}

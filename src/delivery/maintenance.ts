@@ -1,0 +1,35 @@
+import type { Queryable } from '../db/database.js';
+
+const BATCH = 1000;
+
+/**
+ * Removes what is older than the retention: attempts, finished deliveries, then events that no
+ * delivery refers to any more. In batches, so that a large backlog never holds long locks; an
+ * unfinished delivery and its event are kept whatever their age.
+ */
+export async function pruneExpired(db: Queryable, now: Date, retentionDays: number): Promise<{ attempts: number; deliveries: number; events: number }> {
+  const cutoff = new Date(now.getTime() - retentionDays * 86_400_000);
+  const attempts = await deleteInBatches(db, `DELETE FROM delivery_attempts WHERE id IN (SELECT id FROM delivery_attempts WHERE started_at < $1 LIMIT ${BATCH})`, cutoff);
+  const deliveries = await deleteInBatches(
+    db,
+    `DELETE FROM deliveries WHERE id IN (
+       SELECT id FROM deliveries WHERE status IN ('succeeded', 'failed', 'cancelled') AND coalesce(completed_at, updated_at) < $1 LIMIT ${BATCH})`,
+    cutoff,
+  );
+  const events = await deleteInBatches(
+    db,
+    `DELETE FROM events WHERE id IN (
+       SELECT e.id FROM events e WHERE e.created_at < $1 AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id) LIMIT ${BATCH})`,
+    cutoff,
+  );
+  return { attempts, deliveries, events };
+}
+
+async function deleteInBatches(db: Queryable, sql: string, cutoff: Date): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const { rowCount } = await db.query(sql, [cutoff]);
+    total += rowCount;
+    if (rowCount < BATCH) return total;
+  }
+}

@@ -1,0 +1,17 @@
+import { createHmac } from 'node:crypto';
+
+/**
+ * Standard Webhooks signing (https://www.standardwebhooks.com): base64 HMAC-SHA256 over
+ * `${id}.${timestamp}.${body}`, as `v1,<signature>`. Several keys (a secret rotation) give several
+ * signatures, space-separated; a receiver accepts the message when any one verifies.
+ */
+export function signatureHeader(keys: readonly Buffer[], messageId: string, timestampSeconds: number, body: string | Buffer): string {
+  return keys
+    .map((key) => {
+      const hmac = createHmac('sha256', key);
+      hmac.update(`${messageId}.${timestampSeconds}.`);
+      hmac.update(body);
+      return `v1,${hmac.digest('base64')}`;
+    })
+    .join(' ');
+}

@@ -1,0 +1,124 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { parseNetworks } from '../net/address-policy.js';
+import { createTestApp, type TestContext } from '../testing/test-app.js';
+import { createDeliverer, deliverDue } from './deliver.js';
+import { deliveryRow, Receiver, seedDelivery, seedWebhook, attemptRows } from './delivery-test-kit.js';
+import { sendNotification } from './sender.js';
+import { createGuardedAgent, vetHost } from './ssrf-guard.js';
+
+const notification = (url: string) => ({ url, messageId: 'msg_ssrf', body: '{}', keys: [Buffer.from('k')], headers: {}, timestampSeconds: 0 });
+
+/** Callback URLs that must never be reached when no network is allowed (WEBHOOK_ALLOWED_NETWORKS empty). */
+const REFUSED: [string, RegExp][] = [
+  ['http://127.0.0.1:9/', /blocked address 127\.0\.0\.1 \(loopback\)/],
+  ['http://10.0.0.1/', /blocked address 10\.0\.0\.1 \(private\)/],
+  ['http://172.16.5.4/', /\(private\)/],
+  ['http://172.31.255.255/', /\(private\)/],
+  ['http://192.168.1.1/', /\(private\)/],
+  ['http://169.254.169.254/latest/meta-data/', /blocked address 169\.254\.169\.254 \(linkLocal\)/],
+  ['http://100.64.0.1/', /\(carrierGradeNat\)/],
+  ['http://0.0.0.0/', /\(unspecified\)/],
+  ['http://[::1]/', /blocked address ::1 \(loopback\)/],
+  ['http://[::ffff:127.0.0.1]/', /blocked address ::ffff:7f00:1 \(loopback\)/],
+  ['http://[::ffff:169.254.169.254]/', /\(linkLocal\)/],
+  ['http://[64:ff9b::a00:1]/', /\(private\)/],
+  ['http://[fe80::1]/', /\(linkLocal\)/],
+  ['http://[fc00::1]/', /\(uniqueLocal\)/],
+  ['http://[::]/', /\(unspecified\)/],
+  ['http://224.0.0.1/', /\(multicast\)/],
+  ['http://255.255.255.255/', /\(broadcast\)/],
+  ['http://240.0.0.1/', /\(reserved\)/],
+  ['http://2130706433/', /blocked address 127\.0\.0\.1/],
+  ['http://0x7f.1/', /blocked address 127\.0\.0\.1/],
+  ['http://017700000001/', /blocked address 127\.0\.0\.1/],
+  ['http://127.1/', /blocked address 127\.0\.0\.1/],
+  ['https://10.1.2.3:8443/', /\(private\)/],
+  ['http://localhost:9/', /blocked address .* for localhost/],
+];
+
+describe('SSRF guard at connect time', () => {
+  const agent = createGuardedAgent({ allowed: [], connectTimeoutMs: 1000, responseTimeoutMs: 2000 });
+  after(() => agent.close());
+
+  for (const [url, reason] of REFUSED) {
+    test(`refuses ${url}`, async () => {
+      const result = await sendNotification(agent, notification(url), 3000);
+      assert.equal(result.statusCode, null);
+      assert.match(result.error ?? '', reason);
+    });
+  }
+
+  test('a name resolving to one private address among public ones is refused', async () => {
+    await assert.rejects(vetHost('mixed.example', [], async () => ['93.184.216.34', '10.0.0.7']), /blocked address 10\.0\.0\.7 \(private\) for mixed\.example/);
+    assert.equal(await vetHost('public.example', [], async () => ['93.184.216.34']), '93.184.216.34');
+  });
+
+  test('a name that does not resolve is a clear failure', async () => {
+    await assert.rejects(vetHost('nope.invalid', [], async () => {
+      throw Object.assign(new Error('x'), { code: 'ENOTFOUND' });
+    }), /cannot resolve nope\.invalid: ENOTFOUND/);
+  });
+
+  test('WEBHOOK_ALLOWED_NETWORKS opens exactly the chosen ranges', async () => {
+    const allowed = parseNetworks('127.0.0.0/8');
+    assert.equal(await vetHost('127.0.0.1', allowed), '127.0.0.1');
+    assert.equal(await vetHost('[::ffff:127.0.0.1]', allowed), '::ffff:127.0.0.1');
+    await assert.rejects(vetHost('10.0.0.1', allowed), /private/);
+    await assert.rejects(vetHost('::1', allowed), /loopback/);
+  });
+
+  test('connects to the vetted address itself and keeps the hostname in Host (no second lookup: DNS rebinding fails)', async () => {
+    const receiver = await Receiver.start();
+    let lookups = 0;
+    // The first answer is allowed, every later one would point elsewhere: only one lookup may happen per connection.
+    const rebinding = createGuardedAgent({
+      allowed: parseNetworks('127.0.0.1/32'),
+      connectTimeoutMs: 1000,
+      responseTimeoutMs: 2000,
+      resolve: async () => (++lookups === 1 ? ['127.0.0.1'] : ['10.0.0.1']),
+    });
+    try {
+      const result = await sendNotification(rebinding, notification(`http://rebind.test:${receiver.port}/x`), 3000);
+      assert.equal(result.statusCode, 200);
+      assert.equal(lookups, 1);
+      assert.equal(receiver.requests[0]!.headers.host, `rebind.test:${receiver.port}`);
+    } finally {
+      await rebinding.close();
+      await receiver.close();
+    }
+  });
+
+  test('only http and https callbacks are sent', async () => {
+    for (const url of ['file:///etc/passwd', 'ftp://example.com/', 'gopher://127.0.0.1:25/']) {
+      const result = await sendNotification(agent, notification(url), 1000);
+      assert.match(result.error ?? '', /unsupported URL scheme/);
+    }
+  });
+});
+
+describe('SSRF guard in the worker', () => {
+  let ctx: TestContext;
+  before(async () => {
+    ctx = await createTestApp({ WEBHOOK_ALLOWED_NETWORKS: '' });
+  });
+  after(() => ctx.close());
+
+  test('a refused address is recorded as a failed attempt with the reason, and retried', async () => {
+    const receiver = await Receiver.start();
+    const deliverer = createDeliverer(ctx);
+    try {
+      const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
+      const delivery = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
+      const [result] = await deliverDue(deliverer);
+      assert.equal(result!.outcome, 'retry');
+      assert.equal(receiver.requests.length, 0);
+      const row = await deliveryRow(ctx.db, delivery.id);
+      assert.equal(row.last_error, 'blocked address 127.0.0.1 (loopback)');
+      assert.equal((await attemptRows(ctx.db, delivery.id))[0]!.error, 'blocked address 127.0.0.1 (loopback)');
+    } finally {
+      await deliverer.close();
+      await receiver.close();
+    }
+  });
+});

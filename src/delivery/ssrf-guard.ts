@@ -1,0 +1,73 @@
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import { Agent, buildConnector } from 'undici';
+import { addressRange, isAddressAllowed, type Network } from '../net/address-policy.js';
+
+/** A callback host resolved to an address Plaza must not reach (loopback, private, metadata, …). */
+export class BlockedAddressError extends Error {
+  readonly code = 'PLAZA_BLOCKED_ADDRESS';
+}
+
+type Resolve = (hostname: string) => Promise<string[]>;
+
+const resolveAll: Resolve = async (hostname) => (await lookup(hostname, { all: true, verbatim: true })).map((entry) => entry.address);
+
+/**
+ * The one address to connect to for `hostname`, after checking every address it resolves to.
+ * One bad address refuses the host: a name that resolves to both a public and a private address is
+ * an attack, not a misconfiguration.
+ */
+export async function vetHost(hostname: string, allowed: readonly Network[], resolve: Resolve = resolveAll): Promise<string> {
+  const host = hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
+  let addresses: string[];
+  if (isIP(host)) {
+    addresses = [host];
+  } else {
+    try {
+      addresses = await resolve(host);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? 'lookup failed';
+      throw Object.assign(new Error(`cannot resolve ${host}: ${code}`), { code: 'PLAZA_DNS_FAILED' });
+    }
+  }
+  if (addresses.length === 0) throw Object.assign(new Error(`cannot resolve ${host}: no address`), { code: 'PLAZA_DNS_FAILED' });
+  for (const address of addresses) {
+    if (!isAddressAllowed(address, allowed)) {
+      const suffix = address === host ? '' : ` for ${host}`;
+      throw new BlockedAddressError(`blocked address ${address} (${addressRange(address)})${suffix}`);
+    }
+  }
+  return addresses[0]!;
+}
+
+export interface GuardedAgentOptions {
+  allowed: readonly Network[];
+  connectTimeoutMs: number;
+  /** Longest wait for response headers and between body chunks. */
+  responseTimeoutMs: number;
+  resolve?: Resolve;
+}
+
+/**
+ * An undici Agent whose every connection is vetted at connect time, then opened to the vetted
+ * address itself: there is no second DNS lookup for an attacker to answer differently (DNS
+ * rebinding). The Host header and TLS SNI keep the callback's hostname (undici derives both from
+ * the origin, not from the address we connect to).
+ */
+export function createGuardedAgent(options: GuardedAgentOptions): Agent {
+  const connectSocket = buildConnector({ timeout: options.connectTimeoutMs });
+  const connect: buildConnector.connector = (connectOptions, callback) => {
+    vetHost(connectOptions.hostname, options.allowed, options.resolve).then(
+      (address) => connectSocket({ ...connectOptions, hostname: address }, callback),
+      (error: Error) => callback(error, null),
+    );
+  };
+  return new Agent({
+    connect,
+    headersTimeout: options.responseTimeoutMs,
+    bodyTimeout: options.responseTimeoutMs,
+    keepAliveTimeout: 4000,
+    // One pool per origin; this caps sockets per receiver, the worker caps requests per webhook.
+    connections: 50,
+  });
+}

@@ -1,0 +1,79 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { FeatureDeps } from '../app.js';
+import { authenticate, principalOf } from '../auth/authenticate.js';
+import { problemResponses } from '../http/openapi.js';
+import { parseNetworks } from '../net/address-policy.js';
+import { loadWebhookForPrincipal } from '../webhooks/webhook-access.js';
+import { signingKeys } from './deliver.js';
+import { sendNotification } from './sender.js';
+import { createGuardedAgent } from './ssrf-guard.js';
+
+const Params = Type.Object({
+  marketplace_code: Type.String({ minLength: 1, maxLength: 100 }),
+  code: Type.String({ pattern: '^[A-Za-z0-9_-]{1,100}$' }),
+});
+
+const TestResult = Type.Object({
+  success: Type.Boolean({ description: 'The receiver answered 2xx within the timeout.' }),
+  status_code: Type.Union([Type.Integer(), Type.Null()], { description: 'The HTTP status the receiver answered, or null.' }),
+  error: Type.Union([Type.String(), Type.Null()], { description: 'Why there is no 2xx: timeout, refused address, connection error, or the status.' }),
+  duration_ms: Type.Integer(),
+});
+
+/**
+ * POST /v1/{marketplace_code}/webhooks/{code}/test: one signed notification sent now, through the
+ * same SSRF guard, signing and timeouts as real deliveries, but not stored as a delivery and not
+ * counted in the webhook's health (it works on a disabled webhook too, to check a receiver before
+ * re-enabling it).
+ */
+export const testNotificationRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {
+  const { db, config, keys, clock } = deps;
+  const agent = createGuardedAgent({
+    allowed: parseNetworks(config.WEBHOOK_ALLOWED_NETWORKS),
+    connectTimeoutMs: config.DELIVERY_CONNECT_TIMEOUT_MS,
+    responseTimeoutMs: config.DELIVERY_TIMEOUT_MS,
+  });
+  app.addHook('onClose', async () => agent.close());
+
+  app.post(
+    '/v1/:marketplace_code/webhooks/:code/test',
+    {
+      preHandler: authenticate(deps),
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Send a signed test notification now',
+        description: 'The body is `{"type":"webhook.test", marketplace_code, webhook_code, topic, sent_at}`, signed like every notification. The answer reports the outcome; nothing is stored.',
+        security: [{ bearerAuth: [] }],
+        params: Params,
+        response: { 200: TestResult, ...problemResponses(400, 401, 404, 409) },
+      },
+    },
+    async (request) => {
+      const { marketplace_code: marketplaceCode, code } = request.params;
+      const webhook = await loadWebhookForPrincipal(db, principalOf(request), marketplaceCode, code);
+      const now = clock.now();
+      const body = JSON.stringify({ type: 'webhook.test', marketplace_code: webhook.marketplace_code, webhook_code: webhook.code, topic: webhook.topic, sent_at: now.toISOString() });
+      const result = await sendNotification(
+        agent,
+        {
+          url: webhook.callback_url,
+          messageId: `msg_test_${randomBytes(12).toString('hex')}`,
+          body,
+          keys: signingKeys(keys, webhook, now),
+          headers: webhook.headers ?? {},
+          timestampSeconds: Math.floor(now.getTime() / 1000),
+        },
+        config.DELIVERY_TIMEOUT_MS,
+      );
+      const success = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
+      return {
+        success,
+        status_code: result.statusCode,
+        error: success ? null : (result.error ?? `the receiver answered ${result.statusCode}`),
+        duration_ms: result.durationMs,
+      };
+    },
+  );
+};

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import { accessTokenFor, bearer, seedUser } from '../testing/fixtures.js';
+import { createTestApp, type TestContext } from '../testing/test-app.js';
+import { Receiver, seedWebhook } from './delivery-test-kit.js';
+
+describe('POST /v1/{mkt}/webhooks/{code}/test', () => {
+  let ctx: TestContext;
+  let receiver: Receiver;
+  let token: string;
+  before(async () => {
+    ctx = await createTestApp({ DELIVERY_TIMEOUT_MS: '2000' });
+    receiver = await Receiver.start();
+    token = await accessTokenFor(ctx, await seedUser(ctx.db, { role: 'admin' }));
+  });
+  after(async () => {
+    await receiver.close();
+    await ctx.close();
+  });
+
+  const send = (marketplace: string, code: string, headers = bearer(token)) =>
+    ctx.app.inject({ method: 'POST', url: `/v1/${marketplace}/webhooks/${code}/test`, headers });
+
+  test('sends one signed test notification and reports success; nothing is stored', async () => {
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url(), headers: { 'x-tenant': 't1' } });
+    const response = await send(webhook.marketplaceCode, webhook.code);
+    assert.equal(response.statusCode, 200);
+    const result = response.json();
+    assert.equal(result.success, true);
+    assert.equal(result.status_code, 200);
+    assert.equal(result.error, null);
+    assert.equal(typeof result.duration_ms, 'number');
+
+    const request = receiver.requests.at(-1)!;
+    assert.equal(request.headers['x-tenant'], 't1');
+    assert.match(String(request.headers['webhook-id']), /^msg_test_/);
+    const body = new Webhook(webhook.secret).verify(request.body.toString(), request.headers as Record<string, string>) as Record<string, unknown>;
+    assert.equal(body.type, 'webhook.test');
+    assert.equal(body.webhook_code, webhook.code);
+    assert.equal(body.marketplace_code, webhook.marketplaceCode);
+    const stored = await ctx.db.query(`SELECT 1 FROM deliveries WHERE webhook_id = $1`, [webhook.id]);
+    assert.equal(stored.rowCount, 0);
+  });
+
+  test('reports a failing receiver: status code, or the error of a timeout', async () => {
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
+    receiver.respond(500);
+    let result = (await send(webhook.marketplaceCode, webhook.code)).json();
+    assert.deepEqual([result.success, result.status_code, result.error], [false, 500, 'the receiver answered 500']);
+    receiver.hang();
+    result = (await send(webhook.marketplaceCode, webhook.code)).json();
+    assert.equal(result.success, false);
+    assert.equal(result.status_code, null);
+    assert.match(result.error, /timeout/);
+  });
+
+  test('refuses an address outside the allowed networks, like a real delivery', async () => {
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: 'http://169.254.169.254/latest/meta-data/' });
+    const result = (await send(webhook.marketplaceCode, webhook.code)).json();
+    assert.equal(result.success, false);
+    assert.equal(result.error, 'blocked address 169.254.169.254 (linkLocal)');
+  });
+
+  test('needs a token and a webhook the caller may see', async () => {
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
+    assert.equal((await send(webhook.marketplaceCode, webhook.code, {} as never)).statusCode, 401);
+    assert.equal((await send(webhook.marketplaceCode, 'missing')).statusCode, 404);
+    const seller = await accessTokenFor(ctx, await seedUser(ctx.db, { sellerId: 42 }));
+    const before = receiver.requests.length;
+    assert.equal((await send(webhook.marketplaceCode, webhook.code, bearer(seller))).statusCode, 404);
+    assert.equal(receiver.requests.length, before);
+  });
+});

@@ -1,0 +1,77 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import pino from 'pino';
+import { createTestApp, type TestContext } from '../testing/test-app.js';
+import { deliveryRow, Receiver, seedDelivery, seedWebhook } from './delivery-test-kit.js';
+import { DELIVERY_CHANNEL, startDeliveryWorker } from './worker.js';
+
+const logger = pino({ level: 'silent' });
+
+describe('the long-running worker', () => {
+  let ctx: TestContext;
+  let receiver: Receiver;
+  before(async () => {
+    // A poll interval longer than the test timeout: only NOTIFY (or finishing a send) can wake the worker.
+    ctx = await createTestApp({ DELIVERY_POLL_INTERVAL_MS: '3600000', SHUTDOWN_TIMEOUT_MS: '2000' });
+    receiver = await Receiver.start();
+  });
+  after(async () => {
+    await receiver.close();
+    await ctx.close();
+  });
+
+  const waitForStatus = async (id: number, status: string) => {
+    for (let i = 0; i < 500; i++) {
+      if ((await deliveryRow(ctx.db, id)).status === status) return;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    assert.fail(`delivery ${id} never became ${status}`);
+  };
+
+  test('NOTIFY on plaza_deliveries wakes the worker: the first attempt does not wait for the poll', async () => {
+    const worker = await startDeliveryWorker({ ...ctx, logger });
+    try {
+      const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
+      for (let n = 1; n <= 2; n++) {
+        const delivery = await ctx.db.transaction(async (tx) => {
+          const created = await seedDelivery(tx, webhook, { now: ctx.clock.now() });
+          await tx.query(`SELECT pg_notify($1, '')`, [DELIVERY_CHANNEL]);
+          return created;
+        });
+        await receiver.waitFor(n);
+        await waitForStatus(delivery.id, 'succeeded');
+      }
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  test('stop() lets an in-flight send finish', async () => {
+    receiver.requests.length = 0;
+    receiver.respond();
+    receiver.fallback = (_request, response) => setTimeout(() => response.writeHead(204).end(), 100);
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
+    const delivery = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
+    const worker = await startDeliveryWorker({ ...ctx, logger });
+    await receiver.waitFor(1);
+    await worker.stop();
+    const row = await deliveryRow(ctx.db, delivery.id);
+    assert.equal(row.status, 'succeeded');
+    assert.equal(row.last_status_code, 204);
+  });
+
+  test('stop() releases the claims of sends that do not finish within SHUTDOWN_TIMEOUT_MS', async () => {
+    receiver.requests.length = 0;
+    receiver.hang();
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
+    const delivery = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
+    const worker = await startDeliveryWorker({ ...ctx, logger });
+    await receiver.waitFor(1);
+    assert.equal((await deliveryRow(ctx.db, delivery.id)).status, 'delivering');
+    await worker.stop();
+    const row = await deliveryRow(ctx.db, delivery.id);
+    assert.equal(row.status, 'pending');
+    assert.equal(row.leased_by, null);
+    assert.equal(row.attempts, 0);
+  });
+});

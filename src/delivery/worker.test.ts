@@ -1,0 +1,319 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import { createTestApp, type TestContext } from '../testing/test-app.js';
+import { newWebhookSecret } from '../webhooks/secret-box.js';
+import { completeAttempt } from './claim.js';
+import { claim, createDeliverer, deliverDue, type Deliverer } from './deliver.js';
+import { attemptRows, deliveryRow, Receiver, seedDelivery, seedWebhook } from './delivery-test-kit.js';
+import { USER_AGENT } from './sender.js';
+
+describe('delivery worker: sending, signing, retries', () => {
+  let ctx: TestContext;
+  let deliverer: Deliverer;
+  let receiver: Receiver;
+
+  before(async () => {
+    ctx = await createTestApp({ DELIVERY_RETRY_SCHEDULE: '5s,30s,2m', DELIVERY_TIMEOUT_MS: '1500', DELIVERY_RETRY_AFTER_MAX_SECONDS: '600' });
+    deliverer = createDeliverer({ ...ctx, workerId: 'worker-a' });
+  });
+  after(async () => {
+    await deliverer.close();
+    await ctx.close();
+  });
+  beforeEach(async () => {
+    // Each test sees only its own deliveries.
+    await ctx.db.query(`DELETE FROM deliveries`);
+    receiver?.close().catch(() => {});
+    receiver = await Receiver.start();
+  });
+  after(() => receiver?.close());
+
+  const resultFor = async (id: number) => {
+    const results = await deliverDue(deliverer);
+    const result = results.find((entry) => entry.deliveryId === id);
+    assert.ok(result, `delivery ${id} was not claimed`);
+    return result;
+  };
+
+  test('POSTs the event body byte for byte with the webhook headers, verifiable with standardwebhooks', async () => {
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url('/hook?x=1'), headers: { 'X-Api-Key': 'k-123', Authorization: 'Basic abc' } });
+    const delivery = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now(), body: { seller_id: 1, topic_path: 'order/mkt/create', entity_id: 'R-1', payload: { order: { note: 'ünïcödé "quoted"' }, state_from: null, state_to: 'new', author: 'x' } } });
+    const result = await resultFor(delivery.id);
+    assert.equal(result.outcome, 'succeeded');
+
+    assert.equal(receiver.requests.length, 1);
+    const request = receiver.requests[0]!;
+    const stored = await ctx.db.query<{ body: string }>(`SELECT body::text AS body FROM events WHERE id = $1`, [delivery.eventRowId]);
+    assert.equal(request.method, 'POST');
+    assert.equal(request.url, '/hook?x=1');
+    assert.deepEqual(request.body, Buffer.from(stored.rows[0]!.body, 'utf8'));
+    assert.equal(request.headers['content-type'], 'application/json');
+    assert.equal(request.headers['user-agent'], USER_AGENT);
+    assert.match(USER_AGENT, /^Plaza\/\d+\.\d+\.\d+/);
+    assert.equal(request.headers['x-api-key'], 'k-123');
+    assert.equal(request.headers.authorization, 'Basic abc');
+    assert.equal(request.headers['webhook-id'], delivery.messageId);
+    assert.equal(request.headers['webhook-timestamp'], String(Math.floor(ctx.clock.now().getTime() / 1000)));
+    assert.equal(String(request.headers['webhook-signature']).split(' ').length, 1);
+    const verified = new Webhook(webhook.secret).verify(request.body.toString('utf8'), request.headers as Record<string, string>);
+    assert.deepEqual(verified, JSON.parse(stored.rows[0]!.body));
+    // A wrong secret or a changed body does not verify.
+    assert.throws(() => new Webhook(newWebhookSecret()).verify(request.body.toString('utf8'), request.headers as Record<string, string>));
+    assert.throws(() => new Webhook(webhook.secret).verify(request.body.toString('utf8').replace('R-1', 'R-2'), request.headers as Record<string, string>));
+
+    const row = await deliveryRow(ctx.db, delivery.id);
+    assert.equal(row.status, 'succeeded');
+    assert.equal(row.attempts, 1);
+    assert.equal(row.last_status_code, 200);
+    assert.equal(row.leased_by, null);
+    assert.ok(row.completed_at);
+    const attempts = await attemptRows(ctx.db, delivery.id);
+    assert.equal(attempts.length, 1);
+    assert.equal(attempts[0]!.status_code, 200);
+    assert.equal(attempts[0]!.response_body, 'ok');
+  });
+
+  test('during a secret rotation both signatures are sent and each secret verifies', async () => {
+    const previous = newWebhookSecret();
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url(), previousSecret: previous, previousExpiresAt: new Date(ctx.clock.now().getTime() + 3_600_000) });
+    const delivery = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
+    await resultFor(delivery.id);
+    const request = receiver.requests[0]!;
+    assert.equal(String(request.headers['webhook-signature']).split(' ').length, 2);
+    for (const secret of [webhook.secret, previous]) {
+      assert.doesNotThrow(() => new Webhook(secret).verify(request.body.toString('utf8'), request.headers as Record<string, string>));
+    }
+  });
+
+  test('an expired previous secret no longer signs', async () => {
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url(), previousSecret: newWebhookSecret(), previousExpiresAt: new Date(ctx.clock.now().getTime() - 1000) });
+    const delivery = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
+    await resultFor(delivery.id);
+    assert.equal(String(receiver.requests[0]!.headers['webhook-signature']).split(' ').length, 1);
+  });
+
+  test('500, 500, 200 succeeds on the third attempt, with the same webhook-id and body each time', async () => {
+    receiver.respond({ status: 500, body: 'boom' }, 500);
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
+    const delivery = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
+
+    assert.equal((await resultFor(delivery.id)).outcome, 'retry');
+    let row = await deliveryRow(ctx.db, delivery.id);
+    assert.equal(row.status, 'pending');
+    assert.equal(row.attempts, 1);
+    assert.equal(row.last_status_code, 500);
+    // First retry after 5 s ± 20 %.
+    const wait = new Date(row.next_attempt_at).getTime() - ctx.clock.now().getTime();
+    assert.ok(wait >= 4000 && wait <= 6000, `waits ${wait} ms`);
+    // Not due before its time.
+    assert.equal((await deliverDue(deliverer)).length, 0);
+
+    ctx.clock.advanceSeconds(6);
+    assert.equal((await resultFor(delivery.id)).outcome, 'retry');
+    ctx.clock.advanceSeconds(36);
+    assert.equal((await resultFor(delivery.id)).outcome, 'succeeded');
+
+    row = await deliveryRow(ctx.db, delivery.id);
+    assert.equal(row.status, 'succeeded');
+    assert.equal(row.attempts, 3);
+    const attempts = await attemptRows(ctx.db, delivery.id);
+    assert.deepEqual(attempts.map((attempt) => [attempt.attempt, attempt.status_code]), [[1, 500], [2, 500], [3, 200]]);
+    assert.equal(attempts[0]!.response_body, 'boom');
+    assert.equal(new Set(receiver.requests.map((request) => request.headers['webhook-id'])).size, 1);
+    assert.equal(new Set(receiver.requests.map((request) => request.body.toString('hex'))).size, 1);
+    const health = await ctx.db.query<{ last_success_at: Date | null; failing_since: Date | null }>(`SELECT last_success_at, failing_since FROM webhooks WHERE id = $1`, [webhook.id]);
+    assert.ok(health.rows[0]!.last_success_at);
+    assert.equal(health.rows[0]!.failing_since, null);
+  });
+
+  test('after the last scheduled retry the delivery fails for good', async () => {
+    receiver.fallback = (_request, response) => response.writeHead(500).end();
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
+    const delivery = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
+    const outcomes: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      outcomes.push((await resultFor(delivery.id)).outcome);
+      ctx.clock.advanceSeconds(150);
+    }
+    assert.deepEqual(outcomes, ['retry', 'retry', 'retry', 'failed']);
+    const row = await deliveryRow(ctx.db, delivery.id);
+    assert.equal(row.status, 'failed');
+    assert.equal(row.attempts, 4);
+    assert.ok(row.completed_at);
+    assert.equal((await deliverDue(deliverer)).length, 0);
+  });
+
+  test('a receiver that hangs times out and is retried', async () => {
+    receiver.hang();
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
+    const delivery = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
+    const result = await resultFor(delivery.id);
+    assert.equal(result.outcome, 'retry');
+    const row = await deliveryRow(ctx.db, delivery.id);
+    assert.equal(row.last_status_code, null);
+    assert.match(row.last_error ?? '', /timeout/);
+    assert.match((await attemptRows(ctx.db, delivery.id))[0]!.error ?? '', /timeout/);
+  });
+
+  test('410 Gone fails the delivery and disables the webhook', async () => {
+    receiver.respond(410);
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
+    const delivery = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
+    const waiting = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
+    const results = await deliverDue(deliverer, 1);
+    assert.equal(results[0]!.outcome, 'gone');
+    assert.equal((await deliveryRow(ctx.db, delivery.id)).status, 'failed');
+    const state = await ctx.db.query<{ active: boolean; disabled_reason: string; disabled_at: Date }>(`SELECT active, disabled_reason, disabled_at FROM webhooks WHERE id = $1`, [webhook.id]);
+    assert.equal(state.rows[0]!.active, false);
+    assert.match(state.rows[0]!.disabled_reason, /410/);
+    assert.ok(state.rows[0]!.disabled_at);
+    // Nothing more goes to a disabled webhook; its deliveries wait for a re-enable.
+    assert.equal((await deliverDue(deliverer)).length, 0);
+    assert.equal((await deliveryRow(ctx.db, waiting.id)).status, 'pending');
+    await ctx.db.query(`UPDATE webhooks SET active = true WHERE id = $1`, [webhook.id]);
+    assert.equal((await resultFor(waiting.id)).outcome, 'succeeded');
+  });
+
+  test('429 and 503 honour Retry-After in seconds and as an HTTP date, bounded', async () => {
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
+    const cases: [number, string, number][] = [
+      [429, '120', 120_000],
+      [503, new Date(ctx.clock.now().getTime() + 300_000).toUTCString(), 300_000],
+      [429, '999999', 600_000],
+    ];
+    for (const [status, header, expected] of cases) {
+      receiver.respond({ status, headers: { 'retry-after': header } });
+      const delivery = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
+      await resultFor(delivery.id);
+      const row = await deliveryRow(ctx.db, delivery.id);
+      const wait = new Date(row.next_attempt_at).getTime() - ctx.clock.now().getTime();
+      // HTTP dates have whole seconds.
+      assert.ok(Math.abs(wait - expected) < 1000, `${status} ${header}: waits ${wait} ms, expected ${expected}`);
+    }
+  });
+
+  test('a redirect is not followed: 3xx is a failure', async () => {
+    const other = await Receiver.start();
+    try {
+      receiver.respond({ status: 302, headers: { location: other.url() } }, { status: 307, headers: { location: other.url() } });
+      const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
+      const first = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
+      const second = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
+      await deliverDue(deliverer);
+      assert.equal(other.requests.length, 0);
+      for (const id of [first.id, second.id]) {
+        const row = await deliveryRow(ctx.db, id);
+        assert.equal(row.status, 'pending');
+        assert.ok([302, 307].includes(row.last_status_code!));
+      }
+    } finally {
+      await other.close();
+    }
+  });
+
+  test('a closed port is a connection error, retried', async () => {
+    const gone = await Receiver.start();
+    const url = gone.url();
+    await gone.close();
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: url });
+    const delivery = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
+    assert.equal((await resultFor(delivery.id)).outcome, 'retry');
+    assert.match((await deliveryRow(ctx.db, delivery.id)).last_error ?? '', /ECONNREFUSED/);
+  });
+
+  test('per-entity order holds while the first delivery is retried; other entities go on', async () => {
+    receiver.respond(500);
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
+    const first = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now(), entityKey: 'P-1', body: { n: 1 } });
+    const second = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now(), entityKey: 'P-1', body: { n: 2 } });
+    const other = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now(), entityKey: 'P-2', body: { n: 3 } });
+
+    let results = await deliverDue(deliverer);
+    assert.deepEqual(results.map((result) => result.deliveryId).sort(), [first.id, other.id].sort());
+    // The first is waiting for its retry: the second may not overtake it, however long it waits.
+    ctx.clock.advanceSeconds(2);
+    assert.deepEqual(await deliverDue(deliverer), []);
+    assert.equal((await deliveryRow(ctx.db, second.id)).attempts, 0);
+
+    ctx.clock.advanceSeconds(10);
+    results = await deliverDue(deliverer);
+    assert.deepEqual(results.map((result) => [result.deliveryId, result.outcome]), [[first.id, 'succeeded']]);
+    results = await deliverDue(deliverer);
+    assert.deepEqual(results.map((result) => [result.deliveryId, result.outcome]), [[second.id, 'succeeded']]);
+    const order = receiver.requests.filter((request) => JSON.parse(request.body.toString()).n !== 3).map((request) => JSON.parse(request.body.toString()).n);
+    assert.deepEqual(order, [1, 1, 2]);
+  });
+
+  test('a delivery that failed for good releases the next one of its entity', async () => {
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
+    const first = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now(), entityKey: 'O-1' });
+    const second = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now(), entityKey: 'O-1' });
+    await ctx.db.query(`UPDATE deliveries SET status = 'failed', completed_at = $2 WHERE id = $1`, [first.id, ctx.clock.now()]);
+    assert.deepEqual((await deliverDue(deliverer)).map((result) => result.deliveryId), [second.id]);
+  });
+
+  test('a lease that expires is taken again by another worker; the first worker then changes nothing', async () => {
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
+    const delivery = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
+    const other = createDeliverer({ ...ctx, workerId: 'worker-b' });
+    try {
+      const taken = await claim(deliverer, 10);
+      assert.deepEqual(taken.map((row) => row.id), [delivery.id]);
+      assert.equal((await deliveryRow(ctx.db, delivery.id)).leased_by, 'worker-a');
+      // While the lease lives, nobody else gets it.
+      assert.deepEqual(await claim(other, 10), []);
+      ctx.clock.advanceSeconds(ctx.config.DELIVERY_LEASE_SECONDS + 1);
+      const retaken = await claim(other, 10);
+      assert.deepEqual(retaken.map((row) => [row.id, row.message_id]), [[delivery.id, delivery.messageId]]);
+      assert.equal((await deliveryRow(ctx.db, delivery.id)).leased_by, 'worker-b');
+
+      const late = await completeAttempt(ctx.db, {
+        deliveryId: delivery.id, workerId: 'worker-a', startedAt: ctx.clock.now(), durationMs: 1, statusCode: 200, error: null, responseBody: null, outcome: { kind: 'succeeded' }, now: ctx.clock.now(),
+      });
+      assert.equal(late, false);
+      assert.equal((await deliveryRow(ctx.db, delivery.id)).status, 'delivering');
+      assert.equal((await attemptRows(ctx.db, delivery.id)).length, 0);
+    } finally {
+      await other.close();
+    }
+  });
+
+  test('at most DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK per webhook are claimed, so a slow webhook leaves room for others', async () => {
+    const local = await createTestApp({ DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK: '2' });
+    const worker = createDeliverer({ ...local, workerId: 'w1' });
+    try {
+      const slow = await seedWebhook(local.db, local.keys, { callbackUrl: receiver.url('/slow') });
+      const fast = await seedWebhook(local.db, local.keys, { callbackUrl: receiver.url('/fast') });
+      for (let i = 0; i < 5; i++) await seedDelivery(local.db, slow, { now: local.clock.now() });
+      for (let i = 0; i < 2; i++) await seedDelivery(local.db, fast, { now: local.clock.now() });
+      const first = await claim(worker, 100);
+      const count = (rows: { webhook_id: number }[], id: number) => rows.filter((row) => row.webhook_id === id).length;
+      assert.equal(count(first, slow.id), 2);
+      assert.equal(count(first, fast.id), 2);
+      // The slow webhook's two are still in flight: nothing more of it, even with free slots.
+      assert.deepEqual(await claim(worker, 100), []);
+    } finally {
+      await worker.close();
+      await local.close();
+    }
+  });
+
+  test('a webhook failing for DELIVERY_DISABLE_AFTER_DAYS without a success is disabled', async () => {
+    receiver.fallback = (_request, response) => response.writeHead(500).end();
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
+    const first = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
+    await resultFor(first.id);
+    let state = await ctx.db.query<{ active: boolean; failing_since: Date | null }>(`SELECT active, failing_since FROM webhooks WHERE id = $1`, [webhook.id]);
+    assert.equal(state.rows[0]!.active, true);
+    assert.ok(state.rows[0]!.failing_since);
+    ctx.clock.advanceSeconds(5 * 86_400 + 60);
+    const later = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now(), entityKey: 'other' });
+    await resultFor(later.id);
+    const disabled = await ctx.db.query<{ active: boolean; disabled_reason: string }>(`SELECT active, disabled_reason FROM webhooks WHERE id = $1`, [webhook.id]);
+    assert.equal(disabled.rows[0]!.active, false);
+    assert.match(disabled.rows[0]!.disabled_reason, /5 days/);
+    state = await ctx.db.query(`SELECT active, failing_since FROM webhooks WHERE id = $1`, [webhook.id]);
+    assert.equal(state.rows[0]!.active, false);
+  });
+});
