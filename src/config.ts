@@ -49,6 +49,7 @@ export const ConfigSchema = Type.Object({
   LOGIN_FAILURES_PER_IP_PER_HOUR: Integer(50, 'Failures per IP over all usernames within an hour before cooldowns start.', 1),
   LOGIN_COOLDOWN_BASE_SECONDS: Integer(1, 'First cooldown once a login limit is passed; each further failure doubles it.', 1),
   LOGIN_COOLDOWN_MAX_SECONDS: Integer(900, 'Longest login cooldown.', 1),
+  AUTH_AUDIT_RETENTION_DAYS: Integer(90, 'Audit events of logins, refreshes and logouts older than this are pruned.', 1),
   REDIS_URL: OptionalText('redis://… Keeps login-limit counters in Redis instead of the database.'),
 
   // Webhooks

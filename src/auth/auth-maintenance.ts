@@ -1,6 +1,5 @@
 import type { Queryable } from '../db/database.js';
-
-const BATCH = 1000;
+import { deleteInBatches, PRUNE_BATCH as BATCH } from '../db/delete-in-batches.js';
 
 export interface AuthRetention {
   /** REFRESH_TOKEN_TTL_SECONDS: an expired token is kept one more lifetime, so a replay still counts as reuse. */
@@ -32,13 +31,4 @@ export async function pruneAuthRecords(db: Queryable, now: Date, retention: Auth
   );
   const events = await deleteInBatches(db, `DELETE FROM auth_events WHERE id IN (SELECT id FROM auth_events WHERE created_at < $1 LIMIT ${BATCH})`, eventCutoff);
   return { refreshTokens, sessions, events };
-}
-
-async function deleteInBatches(db: Queryable, sql: string, cutoff: Date): Promise<number> {
-  let total = 0;
-  for (;;) {
-    const { rowCount } = await db.query(sql, [cutoff]);
-    total += rowCount;
-    if (rowCount < BATCH) return total;
-  }
 }

@@ -1,6 +1,5 @@
 import type { Queryable } from '../db/database.js';
-
-const BATCH = 1000;
+import { deleteInBatches, PRUNE_BATCH as BATCH } from '../db/delete-in-batches.js';
 
 /**
  * Removes what is older than the retention: attempts, finished deliveries, then events that no
@@ -23,13 +22,4 @@ export async function pruneExpired(db: Queryable, now: Date, retentionDays: numb
     cutoff,
   );
   return { attempts, deliveries, events };
-}
-
-async function deleteInBatches(db: Queryable, sql: string, cutoff: Date): Promise<number> {
-  let total = 0;
-  for (;;) {
-    const { rowCount } = await db.query(sql, [cutoff]);
-    total += rowCount;
-    if (rowCount < BATCH) return total;
-  }
 }

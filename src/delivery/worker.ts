@@ -5,6 +5,7 @@ import type { Database } from '../db/database.js';
 import type { Keys } from '../keys.js';
 import { releaseClaims } from './claim.js';
 import { claim, createDeliverer, deliverClaimed, type Deliverer } from './deliver.js';
+import { pruneAuthRecords } from '../auth/auth-maintenance.js';
 import { pruneExpired } from './maintenance.js';
 import type { Metrics } from './metrics.js';
 import { disableFailingWebhooks } from './webhook-health.js';
@@ -135,7 +136,11 @@ class WorkerLoop {
     try {
       const disabled = await disableFailingWebhooks(db, clock.now(), config.DELIVERY_DISABLE_AFTER_DAYS);
       const pruned = await pruneExpired(db, clock.now(), config.DELIVERY_RETENTION_DAYS);
-      if (disabled > 0 || pruned.attempts + pruned.deliveries + pruned.events > 0) logger.info({ disabled, pruned }, 'delivery maintenance');
+      const prunedAuth = await pruneAuthRecords(db, clock.now(), {
+        refreshTokenTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS,
+        auditRetentionDays: config.AUTH_AUDIT_RETENTION_DAYS,
+      });
+      logger.info({ disabled, pruned, prunedAuth }, 'maintenance done');
     } catch (error) {
       logger.warn({ err: error }, 'delivery maintenance failed');
     }
