@@ -1,9 +1,16 @@
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
+import { attemptKeys, type AttemptKeys } from './login-limit-keys.js';
+import { cooldownsOf } from './login-limit-rules.js';
+import { SqlLimitStore } from './login-limits.postgres.js';
+import { RedisLimitStore } from './login-limits.redis.js';
 
-// CONTRACT (implemented by the login-limits work): see the doc comments.
 export type LimitDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 
+/**
+ * Progressive login limits on three counters per attempt: (username, IP), username over all IPs,
+ * IP over all usernames (IPv6 per /64). Rules: login-limit-rules.ts; keys: login-limit-keys.ts.
+ */
 export interface LoginLimiter {
   /**
    * Called before a password is verified. Atomically checks every limit for (username, ip) and,
@@ -16,6 +23,26 @@ export interface LoginLimiter {
   close(): Promise<void>;
 }
 
-export function createLoginLimiter(_deps: { config: Config; db: Database }): LoginLimiter {
-  return { attempt: async () => ({ allowed: true }), succeeded: async () => {}, close: async () => {} };
+interface LimitStore {
+  attempt(keys: AttemptKeys, now: Date): Promise<LimitDecision>;
+  succeeded(keys: AttemptKeys, now: Date): Promise<void>;
+  close?(): Promise<void>;
+}
+
+/**
+ * Redis when REDIS_URL is set, else the login_throttle table of the service's database (which
+ * every process on one PostgreSQL shares; the embedded database is one process anyway).
+ * `redisKeyPrefix` keeps test runs on a shared Redis apart.
+ */
+export function createLoginLimiter(deps: { config: Config; db: Database; redisKeyPrefix?: string }): LoginLimiter {
+  const { config } = deps;
+  const cooldowns = cooldownsOf(config);
+  const store: LimitStore = config.REDIS_URL
+    ? new RedisLimitStore(config.REDIS_URL, cooldowns, deps.redisKeyPrefix)
+    : new SqlLimitStore(deps.db, cooldowns);
+  return {
+    attempt: (username, ip, now) => store.attempt(attemptKeys(config, username, ip), now),
+    succeeded: (username, ip, now) => store.succeeded(attemptKeys(config, username, ip), now),
+    close: async () => store.close?.(),
+  };
 }

@@ -1,0 +1,151 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { seedUser, type SeededUser } from '../testing/fixtures.js';
+import { createTestApp, type TestContext } from '../testing/test-app.js';
+
+const login = (ctx: TestContext, username: string, password: string, remoteAddress: string, headers: Record<string, string> = {}) =>
+  ctx.app.inject({ method: 'POST', url: '/api/v2/auth/login', payload: { username, password }, remoteAddress, headers });
+
+const statuses = (responses: { statusCode: number }[]) =>
+  responses.reduce<Record<number, number>>((counts, r) => ({ ...counts, [r.statusCode]: (counts[r.statusCode] ?? 0) + 1 }), {});
+
+describe('login limits on POST /api/v2/auth/login', () => {
+  let ctx: TestContext;
+  before(async () => {
+    ctx = await createTestApp();
+  });
+  after(() => ctx.close());
+
+  test('429 is a problem with an integer Retry-After and the same figure in the body, even for the right password', async () => {
+    const user = await seedUser(ctx.db);
+    const ip = '198.51.100.1';
+    for (let i = 0; i < 3; i++) assert.equal((await login(ctx, user.username, 'wrong', ip)).statusCode, 401);
+
+    const limited = await login(ctx, user.username, user.password, ip);
+    assert.equal(limited.statusCode, 429);
+    assert.match(String(limited.headers['content-type']), /^application\/problem\+json/);
+    assert.equal(limited.headers['retry-after'], '1');
+    const body = limited.json();
+    assert.equal(body.status, 429);
+    assert.equal(body.code, 'rate_limited');
+    assert.equal(body.retry_after, 1);
+    assert.equal(body.token, undefined);
+
+    ctx.clock.advance(400);
+    assert.equal((await login(ctx, user.username, 'wrong', ip)).headers['retry-after'], '1'); // 0.6 s, rounded up
+    ctx.clock.advance(600);
+    assert.equal((await login(ctx, user.username, 'wrong', ip)).statusCode, 401);
+    const next = await login(ctx, user.username, user.password, ip);
+    assert.equal(next.statusCode, 429);
+    assert.equal(next.headers['retry-after'], '2');
+    assert.equal(next.json().retry_after, 2);
+
+    ctx.clock.advanceSeconds(2);
+    assert.equal((await login(ctx, user.username, user.password, ip)).statusCode, 200);
+    // The success reset the (user, IP) counter: three free failures again.
+    for (let i = 0; i < 3; i++) assert.equal((await login(ctx, user.username, 'wrong', ip)).statusCode, 401);
+    assert.equal((await login(ctx, user.username, 'wrong', ip)).statusCode, 429);
+  });
+
+  test('user names are limited case-insensitively', async () => {
+    const user = await seedUser(ctx.db, { username: `Mixed${process.pid}` });
+    const ip = '198.51.100.2';
+    for (const name of [user.username, user.username.toUpperCase(), user.username.toLowerCase()]) {
+      assert.equal((await login(ctx, name, 'wrong', ip)).statusCode, 401);
+    }
+    assert.equal((await login(ctx, user.username.toUpperCase(), user.password, ip)).statusCode, 429);
+  });
+
+  test('the real user from another IP still logs in after 1 000 wrong passwords from one IP within 5 s', async () => {
+    const user = await seedUser(ctx.db);
+    const responses = [];
+    for (let i = 0; i < 1000; i++) {
+      responses.push(await login(ctx, user.username, `guess-${i}`, '198.51.100.66'));
+      ctx.clock.advance(5);
+    }
+    // Failures at t=0 (3), t=1 s (the 4th, 2 s cooldown), t=3 s (the 5th, 4 s): 5 verifications in all.
+    assert.deepEqual(statuses(responses), { 401: 5, 429: 995 });
+    const real = await login(ctx, user.username, user.password, '203.0.113.5');
+    assert.equal(real.statusCode, 200);
+    assert.equal(typeof real.json().token, 'string');
+  });
+
+  test('200 user names sprayed from one IP: 50 are tried, then the IP cools down; other IPs are unaffected', async () => {
+    const victim: SeededUser = await seedUser(ctx.db);
+    const ip = '198.51.100.77';
+    const responses = [];
+    for (let i = 0; i < 200; i++) responses.push(await login(ctx, `sprayed-${process.pid}-${i}`, 'Winter2026!', ip));
+    assert.deepEqual(statuses(responses), { 401: 50, 429: 150 });
+    assert.equal((await login(ctx, victim.username, victim.password, ip)).statusCode, 429);
+    assert.equal((await login(ctx, victim.username, victim.password, '198.51.100.78')).statusCode, 200);
+  });
+
+  test('100 parallel wrong passwords for one user from many IPs: exactly 10 are verified', async () => {
+    const user = await seedUser(ctx.db);
+    const responses = await Promise.all(Array.from({ length: 100 }, (_, n) => login(ctx, user.username, 'wrong', `10.40.${n}.1`)));
+    assert.deepEqual(statuses(responses), { 401: 10, 429: 90 });
+  });
+});
+
+describe('login limits behind proxies: X-Forwarded-For', () => {
+  test('TRUST_PROXY=0: a spoofed X-Forwarded-For does not reset the limit (the socket address counts)', async () => {
+    const ctx = await createTestApp({ TRUST_PROXY: '0' });
+    try {
+      const user = await seedUser(ctx.db);
+      const spoofed = (i: number) => ({ 'x-forwarded-for': `192.0.2.${i}` });
+      for (let i = 0; i < 3; i++) assert.equal((await login(ctx, user.username, 'wrong', '198.51.100.90', spoofed(i))).statusCode, 401);
+      for (let i = 3; i < 10; i++) assert.equal((await login(ctx, user.username, user.password, '198.51.100.90', spoofed(i))).statusCode, 429);
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  test('TRUST_PROXY=1: the address the proxy saw counts, whatever the client put before it', async () => {
+    const ctx = await createTestApp({ TRUST_PROXY: '1' });
+    try {
+      const user = await seedUser(ctx.db);
+      const proxy = '10.0.0.1';
+      const via = (forwarded: string) => ({ 'x-forwarded-for': forwarded });
+      for (let i = 0; i < 3; i++) {
+        assert.equal((await login(ctx, user.username, 'wrong', proxy, via(`192.0.2.${i}, 203.0.113.9`))).statusCode, 401);
+      }
+      assert.equal((await login(ctx, user.username, user.password, proxy, via('192.0.2.50, 203.0.113.9'))).statusCode, 429);
+      assert.equal((await login(ctx, user.username, user.password, proxy, via('203.0.113.9'))).statusCode, 429);
+      // Another client behind the same proxy is a different IP.
+      assert.equal((await login(ctx, user.username, user.password, proxy, via('203.0.113.10'))).statusCode, 200);
+    } finally {
+      await ctx.close();
+    }
+  });
+});
+
+describe('login limits on POST /api/v2/auth/login with Redis', { skip: process.env.REDIS_URL ? false : 'REDIS_URL is not set (CI sets redis://127.0.0.1:6379)' }, () => {
+  let ctx: TestContext;
+  // Fresh addresses for every run: the counters of earlier runs may still live in the shared Redis.
+  const net = `2001:db8:${randomBytes(2).toString('hex')}`;
+  before(async () => {
+    ctx = await createTestApp({ REDIS_URL: process.env.REDIS_URL! });
+  });
+  after(() => ctx.close());
+
+  test('the counters live in Redis: 3 free failures, 429 with Retry-After, a success resets', async () => {
+    const user = await seedUser(ctx.db);
+    const ip = `${net}:1::1`;
+    for (let i = 0; i < 3; i++) assert.equal((await login(ctx, user.username, 'wrong', ip)).statusCode, 401);
+    const limited = await login(ctx, user.username, user.password, `${net}:1::2`); // same /64
+    assert.equal(limited.statusCode, 429);
+    assert.equal(limited.headers['retry-after'], '1');
+    ctx.clock.advanceSeconds(1);
+    assert.equal((await login(ctx, user.username, user.password, ip)).statusCode, 200);
+    assert.equal((await login(ctx, user.username, 'wrong', ip)).statusCode, 401);
+    const rows = await ctx.db.query(`SELECT 1 FROM login_throttle`);
+    assert.equal(rows.rowCount, 0);
+  });
+
+  test('100 parallel wrong passwords for one user from many IPs: exactly 10 are verified', async () => {
+    const user = await seedUser(ctx.db);
+    const responses = await Promise.all(Array.from({ length: 100 }, (_, n) => login(ctx, user.username, 'wrong', `${net}:${(n + 16).toString(16)}::1`)));
+    assert.deepEqual(statuses(responses), { 401: 10, 429: 90 });
+  });
+});
