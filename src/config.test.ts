@@ -33,6 +33,18 @@ test('a wrong value stops start-up with a message naming every bad variable', ()
   );
 });
 
+test('formats beyond the schema are checked at load too', () => {
+  assert.throws(
+    () => loadConfig({ WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8, notacidr', DELIVERY_RETRY_SCHEDULE: '5s,soon' }),
+    (error: unknown) => {
+      assert.ok(error instanceof ConfigError);
+      assert.match(error.message, /WEBHOOK_ALLOWED_NETWORKS=.*"notacidr" is not a CIDR range/);
+      assert.match(error.message, /DELIVERY_RETRY_SCHEDULE=.*"soon" is not a delay/);
+      return true;
+    },
+  );
+});
+
 test('docs/configuration.md is generated from the schema and up to date', () => {
   const onDisk = readFileSync(`${projectRoot}docs/configuration.md`, 'utf8');
   assert.equal(onDisk, renderConfigDocs(), 'run `npm run docs:generate` after changing src/config.ts');

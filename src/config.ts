@@ -1,5 +1,7 @@
 import { Type, type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
+import { parseRetrySchedule } from './delivery/retry-schedule.js';
+import { parseNetworks } from './net/address-policy.js';
 
 /**
  * Every setting of Plaza, read from environment variables of the same name.
@@ -93,10 +95,33 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       const name = error.instancePath.replace(/^\//, '') || '(config)';
       if (!lines.has(name)) lines.set(name, `${name}=${JSON.stringify(env[name] ?? '')}: ${error.message}`);
     }
-    throw new ConfigError(`Invalid configuration:\n  ${[...lines.values()].join('\n  ')}`);
+    throw invalid([...lines.values()]);
   }
-  return withDefaults as Config;
+  const config = withDefaults as Config;
+  const problems = FORMAT_CHECKS.flatMap(([name, check]) => {
+    try {
+      check(config);
+      return [];
+    } catch (error) {
+      return [`${name}=${JSON.stringify(env[name] ?? '')}: ${(error as Error).message}`];
+    }
+  });
+  if (problems.length > 0) throw invalid(problems);
+  return config;
 }
+
+const invalid = (lines: string[]) => new ConfigError(`Invalid configuration:\n  ${lines.join('\n  ')}`);
+
+/** Formats the schema cannot express, checked at start rather than at first use. */
+const FORMAT_CHECKS: [keyof Config, (config: Config) => void][] = [
+  ['WEBHOOK_ALLOWED_NETWORKS', (config) => parseNetworks(config.WEBHOOK_ALLOWED_NETWORKS)],
+  [
+    'DELIVERY_RETRY_SCHEDULE',
+    (config) => {
+      if (parseRetrySchedule(config.DELIVERY_RETRY_SCHEDULE).length === 0) throw new Error('needs at least one delay, like 5s,30s,2m');
+    },
+  ],
+];
 
 /** The documented defaults, for tests and docs. */
 export function describeConfig(): { name: string; default: unknown; description: string }[] {

@@ -2,7 +2,7 @@ import { generateKeyPairSync, hkdfSync, randomBytes } from 'node:crypto';
 import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { calculateJwkThumbprint, exportJWK, importJWK, importPKCS8, type CryptoKey, type JWK } from 'jose';
-import type { Config } from './config.js';
+import { ConfigError, type Config } from './config.js';
 
 /**
  * Key material of the service, imported once at start (a pre-imported key signs ~1.7× faster).
@@ -30,17 +30,22 @@ export async function loadKeys(config: Config): Promise<Keys> {
   const stored = config.JWT_PRIVATE_KEY && config.SECRETS_KEY ? undefined : readOrCreateKeyFile(config.DATA_DIR);
   const pem = config.JWT_PRIVATE_KEY ?? stored!.jwtPrivateKeyPem;
   const secrets = Buffer.from(config.SECRETS_KEY ?? stored!.secretsKey, 'base64');
-  if (secrets.length !== 32) throw new Error('SECRETS_KEY must be the base64 encoding of exactly 32 bytes.');
+  if (secrets.length !== 32) throw new ConfigError('SECRETS_KEY must be the base64 encoding of exactly 32 bytes.');
   let extra: JWK[] = [];
   if (config.JWT_VERIFICATION_KEYS) {
     try {
       extra = JSON.parse(config.JWT_VERIFICATION_KEYS) as JWK[];
       if (!Array.isArray(extra) || extra.some((jwk) => typeof jwk.kid !== 'string')) throw new Error('not an array of JWKs with kid');
     } catch (error) {
-      throw new Error(`JWT_VERIFICATION_KEYS must be a JSON array of public JWKs, each with a kid: ${(error as Error).message}`);
+      throw new ConfigError(`JWT_VERIFICATION_KEYS must be a JSON array of public JWKs, each with a kid: ${(error as Error).message}`);
     }
   }
-  return buildKeys(pem, secrets, config.JWT_KEY_ID, extra);
+  try {
+    return await buildKeys(pem, secrets, config.JWT_KEY_ID, extra);
+  } catch (error) {
+    const name = config.JWT_PRIVATE_KEY ? 'JWT_PRIVATE_KEY or JWT_VERIFICATION_KEYS' : `the key file in ${config.DATA_DIR}`;
+    throw new ConfigError(`Cannot import ${name}: ${(error as Error).message}. JWT_PRIVATE_KEY must be an Ed25519 PKCS#8 PEM key.`);
+  }
 }
 
 /** Fresh keys in memory, for tests and tools. */

@@ -25,9 +25,10 @@ export const FIRST_USER_HINT = [
 /** `plaza serve`: the API, the delivery worker, or both, until SIGTERM or SIGINT. */
 export async function serve(config: Config, role: Role): Promise<void> {
   const logger = pino({ level: config.LOG_LEVEL, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } });
+  // Keys first: a bad key is a configuration mistake, reported before anything is opened.
+  const keys = await loadKeys(config);
   const db = await openDatabase(config, (error) => logger.warn({ err: error }, 'database connection error'));
   await migrateWhenReachable(db, logger);
-  const keys = await loadKeys(config);
   if ((await countUsers(db)) === 0) {
     logger.warn('no user exists yet');
     // Said in plain words too: a person starting Plaza for the first time reads this, not a log parser.

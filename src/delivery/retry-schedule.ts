@@ -13,7 +13,7 @@ export function parseRetrySchedule(text: string): number[] {
     .filter(Boolean)
     .map((entry) => {
       const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(entry);
-      if (!match) throw new Error(`DELIVERY_RETRY_SCHEDULE: "${entry}" is not a delay like 5s, 2m, 1h`);
+      if (!match) throw new Error(`"${entry}" is not a delay like 5s, 2m, 1h`);
       return Math.round(Number(match[1]) * UNITS[match[2]!]!);
     });
 }

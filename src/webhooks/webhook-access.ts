@@ -45,7 +45,8 @@ export function tenantOf(principal: Principal): Tenant {
   }
 }
 
-const MARKETPLACE_NOT_FOUND = 'The marketplace does not exist.';
+// The same words whether the marketplace is missing or not the caller's: existence is not disclosed.
+const MARKETPLACE_NOT_FOUND = 'No such marketplace is available to you.';
 const WEBHOOK_NOT_FOUND = 'The webhook does not exist.';
 
 /**

@@ -33,8 +33,9 @@ describe('webhook topic', () => {
     if (FIXED.includes(topic)) return topic;
     if (!topic.startsWith(PREFIX)) return undefined;
     const rest = topic.slice(PREFIX.length);
-    if (rest.startsWith('entered_') && isStatus(rest.slice('entered_'.length))) return topic;
-    return isStatus(rest) ? `${PREFIX}entered_${rest}` : undefined;
+    // A rest starting with entered_ is the stored form: its code is what follows (never empty).
+    const code = rest.startsWith('entered_') ? rest.slice('entered_'.length) : rest;
+    return isStatus(code) ? `${PREFIX}entered_${code}` : undefined;
   };
   const status = charsOf(`${LETTERS_DIGITS}_`, 1, 32);
   const grammar = fc.oneof(fc.constantFrom(...FIXED), status.map((s) => PREFIX + s), status.map((s) => `${PREFIX}entered_${s}`));
@@ -46,6 +47,9 @@ describe('webhook topic', () => {
       assert.deepEqual(normalizeTopic(PREFIX + code), expected);
       assert.deepEqual(normalizeTopic(`${PREFIX}entered_${code}`), expected);
     }), RUNS);
+  });
+  test('entered_ with no status code after it is refused, not read as the code "entered_"', () => {
+    assert.equal(normalizeTopic(`${PREFIX}entered_`).ok, false);
   });
   test('any string is accepted exactly when the rule allows it, and normalised as the rule says', () => {
     fc.assert(fc.property(fc.oneof(grammar, nearMisses, anyText), (topic) => {

@@ -53,8 +53,8 @@ export function normalizeTopic(topic: string): Checked<string> {
   if ((FIXED_TOPICS as readonly string[]).includes(topic)) return ok(topic);
   if (topic.startsWith(STATUS_TOPIC_PREFIX)) {
     const rest = topic.slice(STATUS_TOPIC_PREFIX.length);
-    if (rest.startsWith(ENTERED) && STATUS_CODE.test(rest.slice(ENTERED.length))) return ok(topic);
-    if (STATUS_CODE.test(rest)) return ok(`${STATUS_TOPIC_PREFIX}${ENTERED}${rest}`);
+    const code = rest.startsWith(ENTERED) ? rest.slice(ENTERED.length) : rest;
+    if (STATUS_CODE.test(code)) return ok(`${STATUS_TOPIC_PREFIX}${ENTERED}${code}`);
     return fail('the status code must be 1 to 32 ASCII letters, digits or "_"');
   }
   return fail(`must be one of ${FIXED_TOPICS.join(', ')} or order/status_change/<status_code>`);
