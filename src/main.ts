@@ -30,7 +30,7 @@ async function main(argv: string[]): Promise<void> {
   const config = loadConfig();
   if (command === 'serve') {
     const { values } = parseArgs({ args: rest, options: { role: { type: 'string', default: 'all' } }, strict: true });
-    if (!['all', 'api', 'worker'].includes(values.role!)) throw new UsageError(`--role must be all, api or worker, not "${values.role}".`);
+    if (!['all', 'api', 'worker'].includes(values.role!)) throw new UsageError(`--role must be all, api or worker, not "${values.role}".`, true);
     await serve(config, values.role as Role);
     return;
   }
@@ -57,7 +57,7 @@ async function withDatabase(config: Config, work: (db: Database) => Promise<void
 main(process.argv.slice(2)).catch((error: unknown) => {
   if (error instanceof UsageError || error instanceof ConfigError || error instanceof DataDirLockedError) {
     console.error(`plaza: ${error.message}`);
-    if (error instanceof UsageError) console.error(`\n${USAGE}`);
+    if (error instanceof UsageError && error.showUsage) console.error(`\n${USAGE}`);
     process.exit(2);
   }
   console.error(error);

@@ -73,7 +73,7 @@ export async function runAccountCommand(db: Database, command: string, args: str
         return;
       }
       default:
-        throw new UsageError(`Unknown command "${key}".`);
+        throw new UsageError(`Unknown command "${key}".`, true);
     }
   } catch (error) {
     throw explain(error);
@@ -86,17 +86,31 @@ function parse<O extends Options>(args: string[], options: O) {
   try {
     return parseArgs({ args, options, allowPositionals: true, strict: true });
   } catch (error) {
-    throw new UsageError((error as Error).message);
+    // Node's own message goes on about `--` and positionals; its first sentence is the point.
+    throw new UsageError(`${(error as Error).message.split('. ')[0]}.`, true);
   }
 }
 
-/** Database refusals the user can act on, in words. */
+const CREATE_COMMAND: Record<string, string> = {
+  sellers: 'plaza sellers add <id> --name <name>',
+  marketplaces: 'plaza marketplaces add <code> --name <name>',
+};
+
+/**
+ * Database refusals the user can act on, in words. PostgreSQL's detail reads
+ * `Key (seller_id)=(999) is not present in table "sellers".`: only the value and table are shown.
+ */
 function explain(error: unknown): unknown {
   if (error instanceof UsageError) return error;
-  const e = error as { code?: string; detail?: string; message?: string };
-  if (isUniqueViolation(error)) return new UsageError(`Already exists: ${e.detail ?? e.message}`);
-  if (e.code === '23503') return new UsageError(`Unknown reference: ${e.detail ?? e.message} Create it first.`);
-  if (e.code === '23514') return new UsageError(`Not allowed by the data rules: ${e.message}`);
+  const e = error as { code?: string; detail?: string };
+  const value = /\)=\((.*)\)/.exec(e.detail ?? '')?.[1];
+  if (isUniqueViolation(error)) return new UsageError(value ? `"${value}" already exists.` : 'It already exists.');
+  if (e.code === '23503') {
+    const table = /table "(\w+)"/.exec(e.detail ?? '')?.[1] ?? '';
+    const noun = table.replace(/s$/, '') || 'reference';
+    const hint = CREATE_COMMAND[table] ? ` Add it first: ${CREATE_COMMAND[table]}` : '';
+    return new UsageError(`There is no ${noun} ${value ?? ''}.${hint}`.replace(' .', '.'));
+  }
   return error;
 }
 

@@ -110,8 +110,10 @@ describe('plaza CLI', () => {
   test('mistakes get a clear message and exit code 2', async () => {
     const cases: [string[], string, RegExp][] = [
       [['users', 'add', 'bob', '--seller', '42'], 'short', /at least 8 characters/],
-      [['users', 'add', 'bob', '--seller', '999'], 'long-enough-password', /Unknown reference/],
-      [['users', 'add', 'alice', '--seller', '42'], 'long-enough-password', /Already exists/],
+      [['users', 'add', 'bob', '--seller', '999'], 'long-enough-password', /There is no seller 999\. Add it first: plaza sellers add/],
+      [['users', 'add', 'alice', '--seller', '42'], 'long-enough-password', /"alice" already exists/],
+      [['connections', 'add', '--seller', '42', '--marketplace', 'nowhere'], '', /There is no marketplace nowhere\./],
+      [['users', 'add', 'erin', '--seller', '42', '--password', 'x'], '', /Unknown option '--password'\.$/m],
       [['users', 'add', 'carol', '--seller', '42', '--role', 'marketplace'], 'long-enough-password', /--marketplace <code> is required/],
       [['users', 'add', 'dave', '--seller', '42', '--role', 'root'], 'long-enough-password', /--role must be one of/],
       [['users', 'set-active', 'nobody', 'true'], '', /No user is named/],
@@ -127,6 +129,7 @@ describe('plaza CLI', () => {
       assert.equal(run.code, 2, `plaza ${args.join(' ')}: ${run.stderr}`);
       assert.match(run.stderr, message, `plaza ${args.join(' ')}`);
       assert.doesNotMatch(run.stderr, /\n\s+at /, 'no stack trace for a usage error');
+      assert.doesNotMatch(run.stderr, /Key \(|table "/, 'no database internals');
     }
   });
 
