@@ -14,7 +14,8 @@ import type { Config } from './config.js';
 import type { Database } from './db/database.js';
 import type { Keys } from './keys.js';
 import { registerOpenApi } from './http/openapi.js';
-import { registerProblemHandlers } from './http/problem.js';
+import { registerProblemHandlers, sendFrameworkProblem, writeClientProblem } from './http/problem.js';
+import { refuseDeepBodies } from './http/json-depth.js';
 import { createValidatorCompiler } from './http/validation.js';
 import { healthRoutes } from './http/health.routes.js';
 import { authRoutes } from './auth/auth.routes.js';
@@ -71,6 +72,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    // Errors raised before routing, and by the HTTP parser, are problem+json too.
+    frameworkErrors: sendFrameworkProblem,
+    clientErrorHandler: writeClientProblem,
   };
   if (deps.logger === false) options.logger = false;
   else if (deps.logger) options.loggerInstance = deps.logger;
@@ -79,6 +83,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const app = Fastify(options).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
   app.setValidatorCompiler(createValidatorCompiler());
+  app.addHook('preValidation', refuseDeepBodies);
   // Only JSON bodies are part of the API; anything else is 415.
   app.removeContentTypeParser('text/plain');
   app.addHook('onSend', async (request, reply) => {

@@ -9,9 +9,10 @@ import {
 } from '../accounts/accounts.repository.js';
 import { hashPassword } from '../auth/passwords.js';
 import { isUniqueViolation, type Database } from '../db/database.js';
+import { CODE_PATTERN } from '../http/path-params.js';
 import { UsageError } from './usage-error.js';
 
-const CODE = /^[A-Za-z0-9_-]{1,100}$/;
+const CODE = new RegExp(CODE_PATTERN);
 const ROLES: Role[] = ['seller', 'marketplace', 'admin'];
 
 /** The account commands of the CLI: marketplaces, sellers, connections and users. */

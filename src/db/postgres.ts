@@ -55,6 +55,13 @@ export function openPostgres(options: PostgresOptions): Database {
     async transaction(work) {
       const client = await guard(() => pool.connect());
       let broken: Error | undefined;
+      // The pool listens for errors of idle clients only: a server shutdown between two statements
+      // of this transaction would otherwise be an unhandled 'error' event, which ends the process.
+      const onClientError = (error: Error) => {
+        broken = error;
+        options.onError?.(error);
+      };
+      client.on('error', onClientError);
       try {
         await guard(() => client.query('BEGIN'));
         const result = await work(queryable(client));
@@ -66,6 +73,7 @@ export function openPostgres(options: PostgresOptions): Database {
         });
         throw error;
       } finally {
+        client.removeListener('error', onClientError);
         client.release(broken);
       }
     },

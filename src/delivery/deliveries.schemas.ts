@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { MarketplaceCode, WebhookCode, WebhookParams } from '../http/path-params.js';
 import { DELIVERY_STATUSES, type DeliveryAttempt, type DeliverySummary } from './deliveries.repository.js';
 
 export const MAX_PAGE_SIZE = 100;
@@ -8,13 +9,10 @@ const Timestamp = Type.String({ format: 'date-time' });
 const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
 const Status = Type.Enum(DELIVERY_STATUSES);
 
-export const WebhookParams = Type.Object({
-  marketplace_code: Type.String({ pattern: '^[A-Za-z0-9_-]{1,100}$' }),
-  code: Type.String({ pattern: '^[A-Za-z0-9_-]{1,100}$' }),
-});
+export { WebhookParams };
 export const DeliveryParams = Type.Object({
-  marketplace_code: Type.String({ pattern: '^[A-Za-z0-9_-]{1,100}$' }),
-  code: Type.String({ pattern: '^[A-Za-z0-9_-]{1,100}$' }),
+  marketplace_code: MarketplaceCode,
+  code: WebhookCode,
   id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
 });
 

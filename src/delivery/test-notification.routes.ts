@@ -7,13 +7,10 @@ import { problemResponses } from '../http/openapi.js';
 import { parseNetworks } from '../net/address-policy.js';
 import { loadWebhookForPrincipal } from '../webhooks/webhook-access.js';
 import { signingKeys } from './deliver.js';
+import { WebhookParams } from '../http/path-params.js';
 import { sendNotification } from './sender.js';
 import { createGuardedAgent } from './ssrf-guard.js';
 
-const Params = Type.Object({
-  marketplace_code: Type.String({ minLength: 1, maxLength: 100 }),
-  code: Type.String({ pattern: '^[A-Za-z0-9_-]{1,100}$' }),
-});
 
 const TestResult = Type.Object({
   success: Type.Boolean({ description: 'The receiver answered 2xx within the timeout.' }),
@@ -46,7 +43,7 @@ export const testNotificationRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = as
         summary: 'Send a signed test notification now',
         description: 'The body is `{"type":"webhook.test", marketplace_code, webhook_code, topic, sent_at}`, signed like every notification. The answer reports the outcome; nothing is stored.',
         security: [{ bearerAuth: [] }],
-        params: Params,
+        params: WebhookParams,
         response: { 200: TestResult, ...problemResponses(400, 401, 404, 409) },
       },
     },

@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { MarketplaceParams, MAX_INT32 } from '../http/path-params.js';
 
 /** The six topics a producer may send; status-specific subscriptions are matched, never sent. */
 export const EVENT_TOPICS = ['publication/create', 'publication/update', 'order/create', 'order/update', 'order/invoice_upload', 'order/status_change'] as const;
@@ -8,14 +9,11 @@ export const isPublicationTopic = (topic: EventTopic): boolean => topic.startsWi
 
 /** An order status code (`APRO`, `PROC`): it becomes part of a topic and of topic_path. */
 export const STATUS_CODE_PATTERN = '^[A-Za-z0-9_]{1,32}$';
-export const MARKETPLACE_CODE_PATTERN = '^[A-Za-z0-9_-]{1,100}$';
 export const EVENT_ID_MAX_LENGTH = 200;
 export const AUTHOR_MAX_LENGTH = 200;
 export const ORDER_REFERENCE_MAX_LENGTH = 200;
 
-export const MarketplaceParams = Type.Object({
-  marketplace_code: Type.String({ pattern: MARKETPLACE_CODE_PATTERN, description: 'Marketplace code.' }),
-});
+export { MarketplaceParams };
 
 /**
  * The platform's objects are large and free-form: only the identifying field is checked, the rest
@@ -39,7 +37,7 @@ export const EventBody = Type.Object(
       }),
     ),
     topic: Type.Enum(EVENT_TOPICS, { description: 'One of the six fixed topics.' }),
-    seller_id: Type.Integer({ minimum: 1, description: 'The seller the entity belongs to.' }),
+    seller_id: Type.Integer({ minimum: 1, maximum: MAX_INT32, description: 'The seller the entity belongs to.' }),
     entity_id: Type.Unsafe<number | string>({
       type: ['integer', 'string'],
       minimum: 1,
@@ -47,7 +45,7 @@ export const EventBody = Type.Object(
       maxLength: ORDER_REFERENCE_MAX_LENGTH,
       description: 'Publication id (integer) for publication topics, order reference (string) for order topics.',
     }),
-    marketplace_connection_id: Type.Optional(Type.Integer({ minimum: 1, description: 'Required for publication topics: a connection of the seller to this marketplace.' })),
+    marketplace_connection_id: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_INT32, description: 'Required for publication topics: a connection of the seller to this marketplace.' })),
     publication: Type.Optional(PublicationObject),
     order: Type.Optional(OrderObject),
     changes: Type.Optional(Type.Unsafe<Record<string, unknown> | unknown[] | null>({ type: ['object', 'array', 'null'], description: 'Publication topics only: what changed (null when absent).' })),

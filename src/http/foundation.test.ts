@@ -55,6 +55,17 @@ describe('HTTP foundation', () => {
     assert.deepEqual(fields, ['body.password', 'body.username']);
   });
 
+  test('a body nested deeper than the limit is a 400 problem, not a stack overflow', async () => {
+    const deep = `${'['.repeat(100)}${']'.repeat(100)}`;
+    for (const url of ['/api/v2/auth/login', '/v1/any/events']) {
+      const response = await ctx.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json' }, payload: `{"username":${deep}}` });
+      const body = assertProblem(response, 400, 'validation_failed');
+      assert.deepEqual(body.errors, [{ field: 'body', message: 'is nested deeper than 64 levels' }]);
+    }
+    const fine = { a: { b: { c: [[[{ d: 1 }]]] } } };
+    assert.equal((await ctx.app.inject({ method: 'POST', url: '/api/v2/auth/login', payload: { username: 'x', password: 'y', fine } })).statusCode, 401);
+  });
+
   test('a sane X-Request-Id is echoed, an insane one replaced', async () => {
     assert.equal((await ctx.app.inject({ url: '/healthz', headers: { 'x-request-id': 'abc-123' } })).headers['x-request-id'], 'abc-123');
     const replaced = (await ctx.app.inject({ url: '/healthz', headers: { 'x-request-id': 'a b\u0001' } })).headers['x-request-id'];

@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isUnavailable } from '../db/database.js';
 import { AppError, errorCatalog, type ErrorCode, type FieldError } from './errors.js';
@@ -97,4 +99,33 @@ export function registerProblemHandlers(app: FastifyInstance, retryAfterSeconds:
   app.setNotFoundHandler((request, reply) =>
     sendProblem(reply, new AppError('not_found', `No route for ${request.method} ${request.url.split('?')[0]}.`)),
   );
+}
+
+/**
+ * Fastify's `frameworkErrors`: a path that fails before routing (bad percent-encoding, a segment
+ * longer than any identifier) is answered in the same problem+json as every other error.
+ */
+export function sendFrameworkProblem(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  let appError: AppError;
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') appError = new AppError('uri_too_long', 'A path segment is longer than any identifier of the API.');
+  else if (error.code === 'FST_ERR_BAD_URL') appError = new AppError('validation_failed', 'The URL is not valid (bad percent-encoding).');
+  else appError = new AppError('internal_error', 'The operation failed. The request id identifies it in the logs.');
+  void sendProblem(reply, appError);
+}
+
+/**
+ * The server's `clientErrorHandler`: the HTTP parser refused the request (headers too large, a
+ * malformed request line, too slow) before any request object exists, so the answer is written
+ * to the socket here, still as problem+json.
+ */
+export function writeClientProblem(error: Error & { code?: string }, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const code: ErrorCode = error.code === 'HPE_HEADER_OVERFLOW' ? 'headers_too_large' : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request_timeout' : 'validation_failed';
+  const detail = code === 'validation_failed' ? 'The request is not valid HTTP.' : errorCatalog[code].title;
+  const body = JSON.stringify(problemBody(code, detail, randomUUID()));
+  const { status } = errorCatalog[code];
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${errorCatalog[code].title}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy(error);
 }

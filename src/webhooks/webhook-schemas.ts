@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { CALLBACK_URL_MAX_LENGTH, CODE_PATTERN, FIXED_TOPICS, MAX_HEADERS, MAX_HEADERS_BYTES, NAME_MAX_LENGTH } from './webhook-validators.js';
+import { MarketplaceParams, WebhookParams } from '../http/path-params.js';
 
 /**
  * Request and response schemas of the webhook endpoints. Types and documentation live here; the
@@ -23,11 +24,7 @@ const Headers = Type.Record(Type.String(), Type.String(), {
 });
 const Timestamp = Type.String({ format: 'date-time' });
 
-export const MarketplaceParams = Type.Object({ marketplace_code: Type.String({ description: 'Code of the marketplace', examples: ['mlb'] }) });
-export const WebhookParams = Type.Object({
-  marketplace_code: Type.String({ description: 'Code of the marketplace', examples: ['mlb'] }),
-  code: Type.String({ description: 'Code of the webhook', examples: ['orders-main'] }),
-});
+export { MarketplaceParams, WebhookParams };
 
 export const CreateWebhookBody = Type.Object(
   { code: Code, name: Name, topic: Topic, callback_url: CallbackUrl, seller_id: Type.Optional(SellerIdIn), headers: Type.Optional(Headers) },

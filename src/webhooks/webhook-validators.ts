@@ -1,4 +1,5 @@
 import { addressRange, isAddressAllowed, type Network } from '../net/address-policy.js';
+import { CODE_PATTERN, MAX_INT32 } from '../http/path-params.js';
 
 /**
  * The rules of a webhook's fields as pure functions, shared by the routes and tests (the property
@@ -10,7 +11,7 @@ export type Checked<T> = { ok: true; value: T } | { ok: false; message: string }
 const ok = <T>(value: T): Checked<T> => ({ ok: true, value });
 const fail = <T>(message: string): Checked<T> => ({ ok: false, message });
 
-export const CODE_PATTERN = '^[A-Za-z0-9_-]{1,100}$';
+export { CODE_PATTERN };
 const CODE = new RegExp(CODE_PATTERN);
 export const CODE_MAX_LENGTH = 100;
 
@@ -146,7 +147,7 @@ function printable(text: string): string {
 }
 
 export const ALL_SELLERS = '*';
-const MAX_SELLER_ID = 2_147_483_647;
+const MAX_SELLER_ID = MAX_INT32;
 const SELLER_ID_TEXT = /^[1-9][0-9]{0,9}$/;
 
 /** `*`, or a seller id as a positive integer (a JSON number, or its decimal text); stored as text. */

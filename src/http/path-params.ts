@@ -1,0 +1,17 @@
+import { Type } from 'typebox';
+
+/**
+ * The path parameters every marketplace-scoped route shares. A marketplace or webhook code is 1–100
+ * ASCII letters, digits, `_` or `-` (the spec's rule for webhook codes, used for marketplaces too):
+ * anything else is refused before it reaches SQL.
+ */
+export const CODE_PATTERN = '^[A-Za-z0-9_-]{1,100}$';
+
+/** Largest id stored in a PostgreSQL `integer` column (sellers, connections, users). */
+export const MAX_INT32 = 2_147_483_647;
+
+export const MarketplaceCode = Type.String({ pattern: CODE_PATTERN, description: 'Code of the marketplace', examples: ['mlb'] });
+export const WebhookCode = Type.String({ pattern: CODE_PATTERN, description: 'Code of the webhook', examples: ['orders-main'] });
+
+export const MarketplaceParams = Type.Object({ marketplace_code: MarketplaceCode });
+export const WebhookParams = Type.Object({ marketplace_code: MarketplaceCode, code: WebhookCode });
