@@ -1,0 +1,144 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+/** The CLI as users run it: `node dist/src/main.js …` (this file compiles to dist/test/support/). */
+export const MAIN_JS = fileURLToPath(new URL('../../src/main.js', import.meta.url));
+
+export type Role = 'all' | 'api' | 'worker';
+
+/** A port nobody listens on right now (the service does not report PORT=0's choice). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** Keys shared by every process of one test, so a token issued by one verifies on the others. */
+export function sharedKeyEnv(): Record<string, string> {
+  return {
+    JWT_PRIVATE_KEY: generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(),
+    JWT_KEY_ID: `rel-${randomBytes(4).toString('hex')}`,
+    SECRETS_KEY: randomBytes(32).toString('base64'),
+  };
+}
+
+/** Settings that make faults observable within seconds instead of minutes. */
+export const FAST_DELIVERY_ENV: Record<string, string> = {
+  LOG_LEVEL: 'warn',
+  HOST: '127.0.0.1',
+  WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
+  DELIVERY_RETRY_SCHEDULE: '1s,1s,2s',
+  DELIVERY_RETRY_JITTER: '0',
+  DELIVERY_LEASE_SECONDS: '5',
+  DELIVERY_POLL_INTERVAL_MS: '200',
+};
+
+export interface ExitStatus {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface PlazaProcess {
+  readonly role: Role;
+  readonly port: number | undefined;
+  /** http://127.0.0.1:<port> for roles that serve HTTP. */
+  readonly url: string;
+  readonly child: ChildProcess;
+  readonly exited: Promise<ExitStatus>;
+  output(): string;
+  isRunning(): boolean;
+  kill(signal?: NodeJS.Signals): Promise<ExitStatus>;
+}
+
+const running = new Set<PlazaProcess>();
+
+/** Spawns `plaza serve --role <role>` and waits until it is ready (readyz, or the worker's start line). */
+export async function startPlaza(env: Record<string, string>, options: { role?: Role; port?: number; readyTimeoutMs?: number } = {}): Promise<PlazaProcess> {
+  const role = options.role ?? 'all';
+  const port = role === 'worker' ? undefined : (options.port ?? (await freePort()));
+  const childEnv: Record<string, string> = { PATH: process.env.PATH ?? '', ...FAST_DELIVERY_ENV, ...env };
+  if (port !== undefined) childEnv.PORT = String(port);
+  // The worker has no HTTP port: its readiness is its own log line, at info.
+  if (role === 'worker') childEnv.LOG_LEVEL = 'info';
+  const child = spawn(process.execPath, [MAIN_JS, 'serve', '--role', role], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const append = (chunk: Buffer) => {
+    out += chunk.toString();
+    if (out.length > 2_000_000) out = out.slice(-1_000_000);
+  };
+  child.stdout!.on('data', append);
+  child.stderr!.on('data', append);
+  const exited = new Promise<ExitStatus>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  let alive = true;
+  void exited.then(() => (alive = false));
+  const proc: PlazaProcess = {
+    role,
+    port,
+    url: `http://127.0.0.1:${port ?? 0}`,
+    child,
+    exited,
+    output: () => out,
+    isRunning: () => alive,
+    async kill(signal = 'SIGKILL') {
+      if (alive) child.kill(signal);
+      const status = await exited;
+      running.delete(proc);
+      return status;
+    },
+  };
+  running.add(proc);
+  void exited.then(() => running.delete(proc));
+  try {
+    await waitReady(proc, options.readyTimeoutMs ?? 60_000);
+  } catch (error) {
+    await proc.kill('SIGKILL');
+    throw error;
+  }
+  return proc;
+}
+
+async function waitReady(proc: PlazaProcess, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (!proc.isRunning()) throw new Error(`plaza (${proc.role}) exited before it was ready (${JSON.stringify(await proc.exited)}):\n${proc.output().slice(-4000)}`);
+    if (proc.role === 'worker') {
+      if (proc.output().includes('delivery worker started')) return;
+    } else {
+      try {
+        const response = await fetch(`${proc.url}/readyz`, { signal: AbortSignal.timeout(2000) });
+        if (response.status === 200) return;
+      } catch {
+        // not listening yet
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`plaza (${proc.role}) not ready after ${timeoutMs} ms:\n${proc.output().slice(-4000)}`);
+}
+
+/** For `after` hooks: SIGKILL whatever a test started and has not stopped, even on failure. */
+export async function killAllPlaza(): Promise<void> {
+  await Promise.all([...running].map((proc) => proc.kill('SIGKILL')));
+}
+
+/** Runs the CLI (`node dist/src/main.js <args>`) with stdin, e.g. the password of `users add`. */
+export function runCli(env: Record<string, string>, args: string[], stdin = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [MAIN_JS, ...args], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', reject);
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(stdin);
+  });
+}
