@@ -1,0 +1,53 @@
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { after, before, test } from 'node:test';
+import pino from 'pino';
+import { buildApp, REDACTED_PATHS, type App } from '../app.js';
+import { loadConfig } from '../config.js';
+import { generateKeys } from '../keys.js';
+import { ManualClock } from '../clock.js';
+import { seedConnection, seedUser } from '../testing/fixtures.js';
+import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';
+
+/** Everything the app logs at trace level, as one string. */
+let logged = '';
+let app: App;
+let db: TestDatabase;
+
+before(async () => {
+  const sink = new Writable({ write: (chunk, _encoding, done) => ((logged += String(chunk)), done()) });
+  const logger = pino({ level: 'trace', redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }, sink);
+  db = await createTestDatabase();
+  app = await buildApp({ config: loadConfig({ WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' }), db, keys: await generateKeys(), clock: new ManualClock(new Date()), logger });
+  await app.ready();
+});
+after(async () => {
+  await app.close();
+  await db.close();
+});
+
+test('passwords, tokens, refresh tokens, Authorization headers and webhook secrets never reach the logs', async () => {
+  await seedConnection(db, 1, 'mkt');
+  const user = await seedUser(db, { username: 'logged-user', password: 'Sup3r-secret-passw0rd', sellerId: 1 });
+  const failed = await app.inject({ method: 'POST', url: '/api/v2/auth/login', payload: { username: user.username, password: 'Wr0ng-secret-passw0rd' } });
+  assert.equal(failed.statusCode, 401);
+  const login = await app.inject({ method: 'POST', url: '/api/v2/auth/login', payload: { username: user.username, password: user.password } });
+  assert.equal(login.statusCode, 200);
+  const { token, refresh_token } = login.json() as { token: string; refresh_token: string };
+  const refreshed = await app.inject({ method: 'POST', url: '/api/v2/auth/refresh', payload: { refresh_token } });
+  assert.equal(refreshed.statusCode, 200);
+  const created = await app.inject({
+    method: 'POST',
+    url: '/v1/mkt/webhooks',
+    headers: { authorization: `Bearer ${token}` },
+    payload: { code: 'w1', name: 'W', topic: 'order/create', callback_url: 'http://127.0.0.1:9/hook', headers: { 'X-Api-Key': 'receiver-key-123' } },
+  });
+  assert.equal(created.statusCode, 201);
+  const { secret } = created.json() as { secret: string };
+
+  assert.ok(logged.includes('"url":"/api/v2/auth/login"'), 'requests are logged at all');
+  for (const value of [user.password, 'Wr0ng-secret-passw0rd', token, refresh_token, (refreshed.json() as { refresh_token: string }).refresh_token, secret]) {
+    assert.equal(logged.includes(value), false, `the log holds a secret: ${value.slice(0, 12)}…`);
+  }
+  assert.equal(/bearer /i.test(logged), false, 'no Authorization header value is logged');
+});
