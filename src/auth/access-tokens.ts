@@ -51,6 +51,17 @@ const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
  * chosen by kid among the configured verification keys only, typ/iss/aud/exp are checked.
  */
 export async function verifyAccessToken(keys: Keys, config: Config, token: string, now: Date): Promise<Principal> {
+  return (await verifyWithWindow(keys, config, token, now)).principal;
+}
+
+/** A verified token and the times between which it stays valid (leeway included). */
+interface Verified {
+  principal: Principal;
+  validFrom: number;
+  validUntil: number;
+}
+
+async function verifyWithWindow(keys: Keys, config: Config, token: string, now: Date): Promise<Verified> {
   try {
     const { payload } = await jwtVerify<AccessClaims>(
       token,
@@ -73,13 +84,18 @@ export async function verifyAccessToken(keys: Keys, config: Config, token: strin
     if (!Number.isSafeInteger(userId) || !Number.isSafeInteger(payload.seller_id) || typeof payload.sid !== 'string' || !SESSION_ID.test(payload.sid) || !['seller', 'marketplace', 'admin'].includes(payload.role)) {
       throw new InvalidAccessTokenError('malformed claims');
     }
+    const leewayMs = config.JWT_CLOCK_TOLERANCE_SECONDS * 1000;
     return {
-      userId,
-      sessionId: payload.sid,
-      sellerId: payload.seller_id,
-      role: payload.role,
-      marketplaceCode: typeof payload.mkt === 'string' ? payload.mkt : null,
-      tokenId: String(payload.jti),
+      principal: {
+        userId,
+        sessionId: payload.sid,
+        sellerId: payload.seller_id,
+        role: payload.role,
+        marketplaceCode: typeof payload.mkt === 'string' ? payload.mkt : null,
+        tokenId: String(payload.jti),
+      },
+      validFrom: typeof payload.nbf === 'number' ? payload.nbf * 1000 - leewayMs : -Infinity,
+      validUntil: payload.exp! * 1000 + leewayMs,
     };
   } catch (error) {
     if (error instanceof InvalidAccessTokenError) throw error;
@@ -87,5 +103,32 @@ export async function verifyAccessToken(keys: Keys, config: Config, token: strin
       throw new InvalidAccessTokenError((error as Error).message);
     }
     throw error;
+  }
+}
+
+/**
+ * Verified access tokens by their whole text, signature included, so that a client repeating
+ * requests with one token pays for the signature check (~0.1 ms) once. A hit is still checked
+ * against the token's own validity window with the same leeway, so a cached token stops working
+ * exactly when a freshly verified one would. Bounded: the oldest entries leave first.
+ */
+export class AccessTokenVerifier {
+  private readonly verified = new Map<string, Verified>();
+
+  constructor(
+    readonly keys: Keys,
+    readonly config: Config,
+    private readonly capacity = 10_000,
+  ) {}
+
+  async verify(token: string, now: Date): Promise<Principal> {
+    const cached = this.verified.get(token);
+    const time = now.getTime();
+    if (cached && time >= cached.validFrom && time < cached.validUntil) return cached.principal;
+    if (cached) this.verified.delete(token);
+    const fresh = await verifyWithWindow(this.keys, this.config, token, now);
+    if (this.verified.size >= this.capacity) this.verified.delete(this.verified.keys().next().value!);
+    this.verified.set(token, fresh);
+    return fresh.principal;
   }
 }

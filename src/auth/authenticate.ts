@@ -1,7 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FeatureDeps } from '../app.js';
 import { AppError } from '../http/errors.js';
-import { InvalidAccessTokenError, verifyAccessToken, type Principal } from './access-tokens.js';
+import type { Keys } from '../keys.js';
+import { AccessTokenVerifier, InvalidAccessTokenError, type Principal } from './access-tokens.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -15,15 +16,21 @@ function unauthorized(detail: string): AppError {
   return new AppError('unauthorized', detail, { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
 }
 
+// One verifier (and cache) per key set, shared by every route plugin of an app.
+const verifiers = new WeakMap<Keys, AccessTokenVerifier>();
+
 /** A preHandler that requires `Authorization: Bearer <access token>` and sets request.principal. */
 export function authenticate({ keys, config, clock }: FeatureDeps) {
+  let verifier = verifiers.get(keys);
+  if (verifier?.config !== config) verifiers.set(keys, (verifier = new AccessTokenVerifier(keys, config)));
+  const tokens = verifier;
   return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
     const header = request.headers.authorization;
     if (!header) throw new AppError('unauthorized', 'Send Authorization: Bearer <access token>.', { headers: { 'www-authenticate': 'Bearer' } });
     const match = BEARER.exec(header);
     if (!match) throw unauthorized('The Authorization header does not carry a bearer access token.');
     try {
-      request.principal = await verifyAccessToken(keys, config, match[1]!, clock.now());
+      request.principal = await tokens.verify(match[1]!, clock.now());
     } catch (error) {
       if (error instanceof InvalidAccessTokenError) throw unauthorized('The access token is invalid or expired.');
       throw error;
