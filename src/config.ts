@@ -31,6 +31,7 @@ export const ConfigSchema = Type.Object({
   DATABASE_POOL_SIZE: Integer(10, 'Connections in the PostgreSQL pool.', 1, 1000),
   DATABASE_CONNECT_TIMEOUT_MS: Integer(3000, 'How long a request waits for a PostgreSQL connection before answering 503.', 100),
   DATABASE_STATEMENT_TIMEOUT_MS: Integer(10_000, 'PostgreSQL statement_timeout for the pool.', 100),
+  EMBEDDED_VACUUM_INTERVAL_SECONDS: Integer(30, 'Embedded database only: how often VACUUM (ANALYZE) runs, standing in for the autovacuum PGlite lacks. 0 turns it off.', 0),
   DATABASE_RETRY_AFTER_SECONDS: Integer(5, 'Retry-After sent with 503 while the database is unreachable.', 1),
 
   // Keys and secrets

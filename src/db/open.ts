@@ -5,7 +5,7 @@ import { openPostgres } from './postgres.js';
 
 /** PostgreSQL when DATABASE_URL is set, the embedded PGlite database in DATA_DIR otherwise. */
 export function openDatabase(config: Config, onError?: (error: Error) => void): Promise<Database> {
-  if (!config.DATABASE_URL) return openPGlite(config.DATA_DIR);
+  if (!config.DATABASE_URL) return openPGlite(config.DATA_DIR, config.EMBEDDED_VACUUM_INTERVAL_SECONDS);
   return Promise.resolve(
     openPostgres({
       connectionString: config.DATABASE_URL,
