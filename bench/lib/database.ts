@@ -1,0 +1,120 @@
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { withAdminClient } from '../../src/testing/test-database.js';
+import { runHelper } from './ipc.js';
+
+export type Engine = 'embedded' | 'postgres';
+
+/**
+ * A fresh database for one scenario: a copy of a migrated embedded data directory, or a new
+ * database on the PostgreSQL server of DATABASE_URL (dropped afterwards). Either way the service
+ * also gets its own DATA_DIR (for its generated keys).
+ */
+export interface BenchDatabase {
+  readonly engine: Engine;
+  readonly dataDir: string;
+  readonly databaseUrl?: string;
+  /** The environment variables that point the service and the helpers at this database. */
+  readonly env: Record<string, string>;
+  dispose(): Promise<void>;
+}
+
+let counter = 0;
+let embeddedTemplate: string | undefined;
+
+// Data directories still on disk: an interrupted run removes them on its way out.
+const liveDirs = new Set<string>();
+process.once('exit', () => {
+  for (const dir of liveDirs) rmSync(dir, { recursive: true, force: true });
+});
+
+function tempDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  liveDirs.add(dir);
+  return dir;
+}
+
+function removeDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+  liveDirs.delete(dir);
+}
+
+/** One migrated data directory per run, copied for each scenario (creating PGlite costs seconds). */
+async function templateDir(): Promise<string> {
+  if (!embeddedTemplate) {
+    const dir = tempDir('plaza-bench-template-');
+    await runHelper('db-tasks', 'prepare', { env: { DATA_DIR: dir } });
+    embeddedTemplate = dir;
+  }
+  return embeddedTemplate;
+}
+
+export async function createBenchDatabase(engine: Engine): Promise<BenchDatabase> {
+  const dataDir = tempDir(`plaza-bench-${engine}-`);
+  if (engine === 'embedded') {
+    cpSync(await templateDir(), dataDir, { recursive: true, filter: (source) => !source.endsWith('plaza.lock') });
+    return {
+      engine,
+      dataDir,
+      env: { DATA_DIR: dataDir },
+      async dispose() {
+        removeDir(dataDir);
+      },
+    };
+  }
+  const serverUrl = process.env.DATABASE_URL;
+  if (!serverUrl) throw new Error('DATABASE_URL is not set');
+  const name = `plaza_bench_${process.pid}_${++counter}`;
+  await withAdminClient(serverUrl, (client) => client.query(`CREATE DATABASE ${name}`));
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  const databaseUrl = url.toString();
+  await runHelper('db-tasks', 'prepare', { env: { DATA_DIR: dataDir, DATABASE_URL: databaseUrl } });
+  return {
+    engine,
+    dataDir,
+    databaseUrl,
+    env: { DATA_DIR: dataDir, DATABASE_URL: databaseUrl },
+    async dispose() {
+      await withAdminClient(serverUrl, (client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+      removeDir(dataDir);
+    },
+  };
+}
+
+/** Removes the embedded template at the end of the run. */
+export function disposeTemplates(): void {
+  if (embeddedTemplate) removeDir(embeddedTemplate);
+  embeddedTemplate = undefined;
+}
+
+/**
+ * Drops the databases of earlier runs that were interrupted (their harness process is gone):
+ * they are named plaza_bench_<pid>_<n>.
+ */
+export async function dropAbandonedDatabases(serverUrl: string): Promise<void> {
+  await withAdminClient(serverUrl, async (client) => {
+    const { rows } = await client.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE 'plaza\\_bench\\_%'`);
+    for (const { datname } of rows) {
+      const pid = Number(/^plaza_bench_(\d+)_\d+$/.exec(datname)?.[1]);
+      if (!pid || pid === process.pid || isAlive(pid)) continue;
+      await client.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
+    }
+  });
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+
+/** Runs a db-tasks job (seeding, SQL ceilings) in a helper process against this database. */
+export function dbTask<T>(db: BenchDatabase, type: string, payload: Record<string, unknown> = {}): Promise<T> {
+  return runHelper<T>('db-tasks', type, { ...payload, env: db.env });
+}

@@ -1,0 +1,118 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { request } from 'undici';
+import type { BenchDatabase } from './database.js';
+import { freePort, peakRssMiB, sleep, track, untrack, wallNow } from './processes.js';
+
+export const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
+
+/** Settings every benchmarked service gets; a scenario may add or override some. */
+export function serviceEnv(db: BenchDatabase, port: number, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    ...db.env,
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    // Request logs at info cost as much as a route here; BENCH_LOG_LEVEL=info measures them too.
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
+    // Receivers listen on 127.0.0.1, which the address policy refuses by default.
+    WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
+    SHUTDOWN_TIMEOUT_MS: '3000',
+    ...extra,
+  };
+}
+
+/** The real service, `node dist/src/main.js serve`, as a separate process. */
+export class Service {
+  /** Wall time between spawn() and the first /readyz 200 (undefined for a worker-only process). */
+  readyAfterMs: number | undefined;
+  private exit: Promise<void>;
+  private exited = false;
+  private exitStatus = '';
+
+  private constructor(
+    private readonly child: ChildProcess,
+    readonly port: number,
+    private readonly logPath: string,
+  ) {
+    this.exit = new Promise((resolve) =>
+      child.once('exit', (code, signal) => {
+        this.exited = true;
+        this.exitStatus = signal ? `signal ${signal}` : `code ${code}`;
+        untrack(child);
+        resolve();
+      }),
+    );
+  }
+
+  get baseUrl(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  static async start(db: BenchDatabase, options: { role?: 'all' | 'api' | 'worker'; env?: Record<string, string> } = {}): Promise<Service> {
+    const role = options.role ?? 'all';
+    const port = await freePort();
+    const logPath = join(db.dataDir, `service-${role}-${port}.log`);
+    const log = openSync(logPath, 'a');
+    const startedAt = wallNow();
+    const child = spawn(process.execPath, [MAIN, 'serve', '--role', role], {
+      env: { PATH: process.env.PATH ?? '', ...serviceEnv(db, port, options.env) },
+      stdio: ['ignore', log, log],
+    });
+    closeSync(log);
+    track(child);
+    const service = new Service(child, port, logPath);
+    if (role !== 'worker') {
+      await service.waitReady(60_000);
+      service.readyAfterMs = wallNow() - startedAt;
+    }
+    return service;
+  }
+
+  private async waitReady(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (this.exited) throw new Error(`the service exited during start-up (${this.exitStatus}); its log:\n${this.logTail()}`);
+      try {
+        const { statusCode, body } = await request(`${this.baseUrl}/readyz`);
+        await body.dump();
+        if (statusCode === 200) return;
+      } catch {
+        // Not listening yet.
+      }
+      await sleep(5);
+    }
+    throw new Error(`the service was not ready within ${timeoutMs} ms:\n${this.logTail()}`);
+  }
+
+  logTail(lines = 30): string {
+    try {
+      return readFileSync(this.logPath, 'utf8').split('\n').slice(-lines).join('\n');
+    } catch {
+      return '(no log)';
+    }
+  }
+
+  /** Peak resident memory so far (VmHWM), in MiB. */
+  peakRssMiB(): Promise<number | undefined> {
+    return peakRssMiB(this.pid);
+  }
+
+  isRunning(): boolean {
+    return !this.exited;
+  }
+
+  /** SIGTERM (graceful shutdown), SIGKILL if it takes more than 15 s. */
+  async stop(): Promise<void> {
+    if (this.exited) return;
+    this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 15_000);
+    await this.exit;
+    clearTimeout(timer);
+  }
+}

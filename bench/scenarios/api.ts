@@ -1,0 +1,138 @@
+import type { LoadResult } from '../children/load.js';
+import { createWebhook, getText, login, loginAll } from '../lib/api.js';
+import { progress, withCleanup } from '../lib/cleanup.js';
+import { dbTask } from '../lib/database.js';
+import { Helper, runHelper } from '../lib/ipc.js';
+import { met, ms, percent, perSecond, times, type Scenario } from '../lib/scenario.js';
+import { Service } from '../lib/service.js';
+import { MARKETPLACE, seedTenant } from './common.js';
+
+const READ_CONNECTIONS = 50;
+const LOGIN_CONNECTIONS = 8;
+const REFRESH_CONNECTIONS = 20;
+const SESSIONS = 100;
+
+/** 1: GET /v1/{mkt}/webhooks (10 webhooks) with a valid access token, against the same JSON from a bare Fastify route. */
+export const authenticatedRead: Scenario = {
+  id: '1',
+  name: 'authenticated read',
+  run: (ctx) =>
+    withCleanup(async (onExit) => {
+      const { scale, engine } = ctx;
+      const db = await ctx.newDatabase();
+      const { users } = await seedTenant(db, 1);
+      const service = await Service.start(db);
+      onExit(() => service.stop());
+      const { token } = await login(service.baseUrl, users[0]!.username, users[0]!.password);
+      for (let i = 0; i < 10; i++) {
+        await createWebhook(service.baseUrl, token, MARKETPLACE, {
+          code: `hook-${i}`,
+          topic: 'order/create',
+          callback_url: `http://127.0.0.1:9/hooks/${i}`,
+          headers: { 'x-shop': `north-${i}` },
+        });
+      }
+      const path = `/v1/${MARKETPLACE}/webhooks`;
+      const json = await getText(service.baseUrl, path, token);
+      if ((JSON.parse(json) as unknown[]).length !== 10) throw new Error('the list does not hold the 10 webhooks');
+      const load = { connections: READ_CONNECTIONS, warmupMs: scale.warmupMs, durationMs: scale.durationMs };
+      progress(`${READ_CONNECTIONS} connections on ${path}`);
+      const measured = await runHelper<LoadResult>('load', 'get', { ...load, url: `${service.baseUrl}${path}`, headers: { authorization: `Bearer ${token}` } });
+      ctx.state.peakRss.push({ scenario: '1', process: 'serve', mib: (await service.peakRssMiB()) ?? Number.NaN });
+      await service.stop();
+
+      const bare = await Helper.start('bare-route');
+      onExit(() => bare.stop());
+      const bareUrl = await bare.request<string>('start', { path, json });
+      progress('ceiling: bare Fastify route');
+      const ceiling = await runHelper<LoadResult>('load', 'get', { ...load, url: `${bareUrl}${path}`, headers: {} });
+      await bare.stop();
+
+      const ratio = measured.perSecond / ceiling.perSecond;
+      return [
+        {
+          scenario: '1 authenticated read, req/s',
+          database: engine,
+          figure: perSecond(measured.perSecond),
+          ceiling: perSecond(ceiling.perSecond),
+          ratio: percent(ratio),
+          target: engine === 'postgres' ? '≥ 35%' : '≥ 35% (PostgreSQL only)',
+          met: engine === 'postgres' ? met(ratio >= 0.35) : 'n/a',
+        },
+        {
+          scenario: '1 authenticated read, p99',
+          database: engine,
+          figure: ms(measured.p99Ms),
+          // autocannon resolves latency to the millisecond: a ceiling under 1 ms gives no ratio.
+          ceiling: ceiling.p99Ms >= 1 ? ms(ceiling.p99Ms) : '< 1 ms',
+          ratio: ceiling.p99Ms >= 1 ? times(measured.p99Ms / ceiling.p99Ms) : '—',
+          target: '≤ 15 ms',
+          met: met(measured.p99Ms <= 15),
+        },
+      ];
+    }),
+};
+
+/** 2: logins with correct passwords of 100 users over 8 connections, against raw argon2id verifications 8 at a time. */
+export const loginThroughput: Scenario = {
+  id: '2',
+  name: 'login',
+  run: (ctx) =>
+    withCleanup(async (onExit) => {
+      const { scale, engine } = ctx;
+      const db = await ctx.newDatabase();
+      const { users } = await seedTenant(db, scale.users);
+      const service = await Service.start(db);
+      onExit(() => service.stop());
+      progress(`${LOGIN_CONNECTIONS} connections logging in ${users.length} users`);
+      const measured = await runHelper<LoadResult>('load', 'login', {
+        url: `${service.baseUrl}/api/v2/auth/login`,
+        connections: LOGIN_CONNECTIONS,
+        warmupMs: scale.warmupMs,
+        durationMs: scale.durationMs,
+        users,
+      });
+      await service.stop();
+      progress('ceiling: argon2id verify loop');
+      const ceiling = await runHelper<{ perSecond: number }>('argon2-ceiling', 'run', { parallelism: LOGIN_CONNECTIONS, warmupMs: scale.warmupMs, durationMs: scale.durationMs });
+      const ratio = measured.perSecond / ceiling.perSecond;
+      return [
+        { scenario: '2 login', database: engine, figure: perSecond(measured.perSecond), ceiling: perSecond(ceiling.perSecond), ratio: percent(ratio), target: '≥ 85%', met: met(ratio >= 0.85) },
+      ];
+    }),
+};
+
+/** 3: refresh-token rotation on 100 session chains over 20 connections, against the same two SQL statements per transaction. */
+export const refreshThroughput: Scenario = {
+  id: '3',
+  name: 'refresh',
+  run: (ctx) =>
+    withCleanup(async (onExit) => {
+      const { scale, engine } = ctx;
+      const db = await ctx.newDatabase();
+      const { users } = await seedTenant(db, SESSIONS);
+      const service = await Service.start(db);
+      onExit(() => service.stop());
+      const pairs = await loginAll(service.baseUrl, users);
+      progress(`${REFRESH_CONNECTIONS} connections rotating ${pairs.length} chains`);
+      const measured = await runHelper<LoadResult>('load', 'refresh', {
+        url: `${service.baseUrl}/api/v2/auth/refresh`,
+        connections: REFRESH_CONNECTIONS,
+        warmupMs: scale.warmupMs,
+        durationMs: scale.durationMs,
+        tokens: pairs.map((pair) => pair.refresh_token),
+      });
+      await service.stop();
+      progress('ceiling: UPDATE … RETURNING + INSERT transactions');
+      const ceiling = await dbTask<{ perSecond: number }>(db, 'refresh-ceiling', {
+        chains: SESSIONS,
+        concurrency: REFRESH_CONNECTIONS,
+        warmupMs: scale.warmupMs,
+        durationMs: scale.durationMs,
+      });
+      const ratio = measured.perSecond / ceiling.perSecond;
+      return [
+        { scenario: '3 refresh', database: engine, figure: perSecond(measured.perSecond), ceiling: perSecond(ceiling.perSecond), ratio: percent(ratio), target: '≥ 50%', met: met(ratio >= 0.5) },
+      ];
+    }),
+};

@@ -1,0 +1,31 @@
+import type { Scenario } from '../lib/scenario.js';
+import { authenticatedRead, loginThroughput, refreshThroughput } from './api.js';
+import { deliveryThroughput, noisyNeighbour } from './delivery.js';
+import { fanOut } from './fan-out.js';
+import { deliveryLatency } from './latency.js';
+import { memory } from './memory.js';
+import { startUp } from './startup.js';
+
+export const SCENARIOS: Scenario[] = [authenticatedRead, loginThroughput, refreshThroughput, deliveryThroughput, deliveryLatency, fanOut, noisyNeighbour, memory, startUp];
+
+export const USAGE = `Usage: npm run bench -- [--smoke] [--db embedded|postgres] [scenario …]
+
+Scenarios (number or name): ${SCENARIOS.map((s) => `${s.id} ${s.name}`).join(', ')}.
+Runs on the embedded database, and on PostgreSQL too when DATABASE_URL is set.
+--smoke runs each scenario for a few seconds (CI); it fails only when a scenario cannot measure.`;
+
+/** The scenarios named (by number or name), with the ones they need from the same run, in table order. */
+export function select(names: string[]): Scenario[] {
+  const wanted = new Set<string>();
+  const add = (scenario: Scenario) => {
+    for (const need of scenario.needs ?? []) add(SCENARIOS.find((s) => s.id === need)!);
+    wanted.add(scenario.id);
+  };
+  for (const name of names) {
+    const scenario = SCENARIOS.find((s) => s.id === name || s.name === name || s.name.replace(/ /g, '-') === name);
+    if (!scenario) throw new Error(`unknown scenario "${name}"\n\n${USAGE}`);
+    add(scenario);
+  }
+  return names.length === 0 ? SCENARIOS : SCENARIOS.filter((s) => wanted.has(s.id));
+}
+
