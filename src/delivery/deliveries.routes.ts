@@ -20,15 +20,9 @@ import {
   ReplayResult,
   WebhookParams,
 } from './deliveries.schemas.js';
+import { nextPageLink } from '../http/pagination.js';
 
 const DELIVERY_NOT_FOUND = 'The delivery does not exist for this webhook.';
-
-/** The query string of the next page: the same filters, the new cursor. */
-function nextLink(request: FastifyRequest, cursor: string): string {
-  const url = new URL(request.url, 'http://plaza.invalid');
-  url.searchParams.set('cursor', cursor);
-  return `<${url.pathname}${url.search}>; rel="next"`;
-}
 
 export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {
   const { db, clock, config } = deps;
@@ -65,7 +59,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
       const next = rows.length > limit && last ? encodeCursor({ createdMicros: Number(last.created_micros), id: Number(last.id) }) : null;
-      if (next) reply.header('link', nextLink(request, next));
+      if (next) reply.header('link', nextPageLink(request, next));
       return { items: page.map(deliveryItem), next_cursor: next };
     },
   );

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/access-tokens.js';
 import type { Clock } from '../clock.js';
-import type { Database, Queryable } from '../db/database.js';
+import type { Database } from '../db/database.js';
 import { notifyDeliveryWorkers } from '../delivery/deliveries.repository.js';
 import { AppError } from '../http/errors.js';
 import { buildNotification, matchingTopics } from './envelope.js';
@@ -32,11 +32,6 @@ export function assertMaySendFor(principal: Principal, sellerId: number): void {
   if (principal.role === 'admin') return;
   if (principal.role === 'seller' && principal.sellerId === sellerId) return;
   throw new AppError('forbidden', principal.role === 'seller' ? 'A seller user may send events only for its own seller.' : 'Only admins and seller users may send events.');
-}
-
-export async function assertMarketplaceExists(db: Queryable, marketplaceCode: string): Promise<void> {
-  const { rows } = await db.query(`SELECT 1 FROM marketplaces WHERE code = $1`, [marketplaceCode]);
-  if (rows.length === 0) throw new AppError('not_found', 'The marketplace does not exist.');
 }
 
 function answerExisting(stored: { event_id: string; delivery_count: number; request_hash: string }, hash: string): EventAccepted {

@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FeatureDeps } from '../app.js';
 import { authenticate, principalOf } from '../auth/authenticate.js';
 import { problemResponses } from '../http/openapi.js';
-import { acceptEvent, assertMarketplaceExists, assertMaySendFor } from './accept-event.js';
+import { assertMarketplaceAccess } from '../webhooks/webhook-access.js';
+import { acceptEvent, assertMaySendFor } from './accept-event.js';
 import { EventAccepted, EventBody, MarketplaceParams } from './event-schema.js';
 
 export const eventRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {
@@ -27,7 +28,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, d
       const principal = principalOf(request);
       const { marketplace_code: marketplaceCode } = request.params;
       assertMaySendFor(principal, request.body.seller_id);
-      await assertMarketplaceExists(deps.db, marketplaceCode);
+      await assertMarketplaceAccess(deps.db, principal, marketplaceCode);
       const accepted = await acceptEvent(deps, principal, marketplaceCode, request.body);
       return reply.code(202).send(accepted);
     },

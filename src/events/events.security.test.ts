@@ -41,6 +41,16 @@ describe('event intake: who may send what', () => {
     assert.equal(await eventCount(), 1);
   });
 
+  test('a seller user on a marketplace its seller is not connected to gets the 404 the webhooks API gives', async () => {
+    // Seller 2 sells on MKT only.
+    const response = await postEvent(ctx, world.headers.seller2, sampleEvent('order/create', world, { seller_id: 2 }), 'OTHER');
+    assert.equal(response.statusCode, 404);
+    const webhooks = await ctx.app.inject({ url: '/v1/OTHER/webhooks', headers: world.headers.seller2 });
+    assert.equal(webhooks.statusCode, 404);
+    assert.equal(response.json().detail, webhooks.json().detail);
+    assert.equal(await eventCount(), 0);
+  });
+
   test('a seller user cannot borrow another seller\'s marketplace connection', async () => {
     const response = await postEvent(ctx, world.headers.seller1, sampleEvent('publication/create', world, { marketplace_connection_id: world.connections['2:MKT'] }));
     assert.equal(response.statusCode, 400);

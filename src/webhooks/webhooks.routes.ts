@@ -12,6 +12,7 @@ import {
 } from './webhook-schemas.js';
 import { changeWebhook, createWebhook, rotateSecret, type WebhookSettings } from './webhooks.service.js';
 import { deleteWebhook, listWebhooks } from './webhooks.repository.js';
+import { nextPageLink } from '../http/pagination.js';
 
 const TAGS = ['webhooks'];
 const SECURITY = [{ bearerAuth: [] }];
@@ -96,8 +97,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
       });
       const last = page.rows.at(-1);
       if (page.hasMore && last) {
-        const next = `/v1/${encodeURIComponent(marketplaceCode)}/webhooks?limit=${limit}&cursor=${encodeCursor(last)}`;
-        reply.header('link', `<${next}>; rel="next"`);
+        reply.header('link', nextPageLink(request, encodeCursor(last)));
       }
       return page.rows.map(toWebhookListItem);
     },
