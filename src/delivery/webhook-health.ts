@@ -5,8 +5,14 @@ import type { Queryable } from '../db/database.js';
  * failing without a success. A webhook failing for DELIVERY_DISABLE_AFTER_DAYS is disabled, so that
  * a receiver gone for good stops costing retries; PATCH {active: true} turns it back on.
  */
+// These run once per attempt, on the few rows of the busiest webhooks: they write only when the
+// state changes (or last_success_at is a minute old), not on every notification.
 export async function noteWebhookSuccess(db: Queryable, webhookId: number, now: Date): Promise<void> {
-  await db.query(`UPDATE webhooks SET last_success_at = $2, failing_since = NULL WHERE id = $1`, [webhookId, now]);
+  await db.query(
+    `UPDATE webhooks SET last_success_at = $2, failing_since = NULL
+      WHERE id = $1 AND (failing_since IS NOT NULL OR last_success_at IS NULL OR last_success_at < $2::timestamptz - interval '1 minute')`,
+    [webhookId, now],
+  );
 }
 
 export async function noteWebhookFailure(db: Queryable, webhookId: number, now: Date, disableAfterDays: number): Promise<void> {
@@ -18,7 +24,7 @@ export async function noteWebhookFailure(db: Queryable, webhookId: number, now: 
                                    THEN $4 ELSE disabled_reason END,
             disabled_at = CASE WHEN active AND coalesce(failing_since, $2) <= $2::timestamptz - make_interval(days => $3)
                                THEN $2 ELSE disabled_at END
-      WHERE id = $1`,
+      WHERE id = $1 AND (failing_since IS NULL OR (active AND failing_since <= $2::timestamptz - make_interval(days => $3)))`,
     [webhookId, now, disableAfterDays, failingReason(disableAfterDays)],
   );
 }
