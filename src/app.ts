@@ -8,11 +8,8 @@ import Fastify, {
   type RawServerDefault,
 } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Clock } from './clock.js';
 import { systemClock } from './clock.js';
-import type { Config } from './config.js';
-import type { Database } from './db/database.js';
-import type { Keys } from './keys.js';
+import type { AppDeps, FeatureDeps } from './deps.js';
 import { registerOpenApi } from './http/openapi.js';
 import { registerProblemHandlers, sendFrameworkProblem, writeClientProblem } from './http/problem.js';
 import { refuseDeepBodies } from './http/json-depth.js';
@@ -23,24 +20,9 @@ import { productRoutes } from './products/products.routes.js';
 import { webhookRoutes } from './webhooks/webhooks.routes.js';
 import { eventRoutes } from './events/events.routes.js';
 import { deliveryRoutes } from './delivery/deliveries.routes.js';
-import { createMetrics, type Metrics } from './delivery/metrics.js';
+import { createMetrics } from './delivery/metrics.js';
 import { metricsRoutes } from './delivery/metrics.routes.js';
 import { testNotificationRoutes } from './delivery/test-notification.routes.js';
-
-/** Everything the HTTP API needs from the outside; tests pass their own database and clock. */
-export interface AppDeps {
-  config: Config;
-  db: Database;
-  keys: Keys;
-  clock?: Clock;
-  /** Prometheus metrics; `serve --role all` shares them with the worker. A fresh set by default. */
-  metrics?: Metrics;
-  /** A pino logger, or false for none (tests). Defaults to JSON logs at LOG_LEVEL. */
-  logger?: FastifyBaseLogger | false;
-}
-
-/** What route plugins receive: the deps with the clock resolved. */
-export type FeatureDeps = Required<Omit<AppDeps, 'logger'>>;
 
 export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
 

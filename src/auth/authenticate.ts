@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { FeatureDeps } from '../app.js';
+import type { FeatureDeps } from '../deps.js';
 import { AppError } from '../http/errors.js';
 import type { Keys } from '../keys.js';
 import { AccessTokenVerifier, InvalidAccessTokenError, type Principal } from './access-tokens.js';

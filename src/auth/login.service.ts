@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { findUserByUsername } from '../accounts/accounts.repository.js';
-import type { FeatureDeps } from '../app.js';
+import type { FeatureDeps } from '../deps.js';
 import { AppError } from '../http/errors.js';
 import { recordAuthEvent, type RequestOrigin } from './auth-events.repository.js';
 import type { LoginLimiter } from './login-limits.js';

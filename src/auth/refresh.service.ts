@@ -1,4 +1,4 @@
-import type { FeatureDeps } from '../app.js';
+import type { FeatureDeps } from '../deps.js';
 import { AppError } from '../http/errors.js';
 import { recordAuthEvent, type RequestOrigin } from './auth-events.repository.js';
 import { hashRefreshToken, isWellFormedRefreshToken, successorOf } from './refresh-tokens.js';

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { FeatureDeps } from '../app.js';
+import type { FeatureDeps } from '../deps.js';
 import { notFound } from '../http/errors.js';
 import { problemResponses } from '../http/openapi.js';
 import { authenticate, principalOf } from './authenticate.js';

@@ -1,5 +1,5 @@
 import type { Role } from '../accounts/accounts.repository.js';
-import type { FeatureDeps } from '../app.js';
+import type { FeatureDeps } from '../deps.js';
 import { issueAccessToken } from './access-tokens.js';
 
 /** The login result of the spec; refresh answers with the same fields. */

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Gauge, Registry } from 'prom-client';
 import { Type } from 'typebox';
-import type { FeatureDeps } from '../app.js';
+import type { FeatureDeps } from '../deps.js';
 import type { Queryable } from '../db/database.js';
 
 interface QueueDepth {

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import type { FeatureDeps } from '../app.js';
+import type { FeatureDeps } from '../deps.js';
 import { authenticate, principalOf } from '../auth/authenticate.js';
 import { AppError, notFound } from '../http/errors.js';
 import { problemResponses } from '../http/openapi.js';
