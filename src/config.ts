@@ -47,13 +47,15 @@ export const ConfigSchema = Type.Object({
   JWT_CLOCK_TOLERANCE_SECONDS: Integer(5, 'Leeway for exp/iat/nbf when verifying access tokens.', 0, 300),
   REFRESH_TOKEN_TTL_SECONDS: Integer(604_800, 'Lifetime of a refresh token from its issue (spec: 7 days).', 60),
   REFRESH_REUSE_GRACE_SECONDS: Integer(0, 'Seconds after a rotation during which the same refresh token returns the same successor instead of counting as reuse. 0 is the spec rule.', 0, 300),
-  LOGIN_FREE_FAILURES_PER_USER_IP: Integer(3, 'Consecutive failures per (username, IP) before cooldowns start.', 0),
-  LOGIN_FAILURES_PER_USER_PER_HOUR: Integer(10, 'Failures per username over all IPs within an hour before cooldowns start.', 1),
+  LOGIN_FREE_FAILURES_PER_USER_IP: Integer(3, 'Consecutive failures per (user, IP) before cooldowns start.', 0),
+  LOGIN_FAILURES_PER_USER_PER_HOUR: Integer(10, 'Failures per user over all IPs within an hour after which every (user, IP) gets only one free failure. Never refuses by itself, so nobody can lock a user out.', 1),
   LOGIN_FAILURES_PER_IP_PER_HOUR: Integer(50, 'Failures per IP over all usernames within an hour before cooldowns start.', 1),
   LOGIN_COOLDOWN_BASE_SECONDS: Integer(1, 'First cooldown once a login limit is passed; each further failure doubles it.', 1),
   LOGIN_COOLDOWN_MAX_SECONDS: Integer(900, 'Longest login cooldown.', 1),
+  LOGIN_REFUSAL_AUDIT_WINDOW_SECONDS: Integer(60, 'Refused (429) logins are audited as one login_limited row per user and IP per window of this length, with the count.', 1, 3600),
   AUTH_AUDIT_RETENTION_DAYS: Integer(90, 'Audit events of logins, refreshes and logouts older than this are pruned.', 1),
   REDIS_URL: OptionalText('redis://… Keeps login-limit counters in Redis instead of the database.'),
+  REDIS_KEY_PREFIX: Text('plaza:', 'Prefix of every Redis key Plaza writes, so that several deployments can share one Redis.'),
 
   // Webhooks
   WEBHOOKS_PER_TENANT_LIMIT: Integer(100, 'Most webhooks one tenant may have per marketplace.', 1),

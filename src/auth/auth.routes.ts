@@ -7,6 +7,7 @@ import { createLoginLimiter } from './login-limits.js';
 import { login } from './login.service.js';
 import { verifyDummyPassword } from './passwords.js';
 import { refresh } from './refresh.service.js';
+import { RefusedLoginAudit } from './refused-login-audit.js';
 import { originOf } from './request-origin.js';
 import { sessionRoutes } from './sessions.routes.js';
 import { logout, revokeAll } from './sessions.service.js';
@@ -33,10 +34,16 @@ const LoginBody = Type.Object({
 const RefreshBody = Type.Object({ refresh_token: Type.String({ minLength: 1, maxLength: 1024 }) });
 
 export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {
-  const limiter = createLoginLimiter({ config: deps.config, db: deps.db });
+  const guards = {
+    limiter: createLoginLimiter({ config: deps.config, db: deps.db }),
+    refusals: new RefusedLoginAudit(deps.db, deps.clock, deps.config.LOGIN_REFUSAL_AUDIT_WINDOW_SECONDS * 1000),
+  };
   // Builds the dummy hash now, so that the first unknown-user login costs what later ones do.
   void verifyDummyPassword('warm-up').catch(() => {});
-  app.addHook('onClose', async () => limiter.close());
+  app.addHook('onClose', async () => {
+    await guards.refusals.close().catch((error: unknown) => app.log.warn({ err: error }, 'could not write the last counts of refused logins'));
+    await guards.limiter.close();
+  });
   const requireUser = authenticate(deps);
 
   app.post(
@@ -51,7 +58,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
       },
     },
     async (request, reply) => {
-      const result = await login(deps, limiter, { ...request.body, origin: originOf(request) });
+      const result = await login(deps, guards, { ...request.body, origin: originOf(request) });
       return reply.header('cache-control', 'no-store').send(result);
     },
   );
