@@ -14,6 +14,7 @@ import { registerOpenApi } from './http/openapi.js';
 import { registerProblemHandlers, sendFrameworkProblem, writeClientProblem } from './http/problem.js';
 import { refuseDeepBodies } from './http/json-depth.js';
 import { createValidatorCompiler } from './http/validation.js';
+import { parseTrustProxy, proxyTrustFunction } from './net/trusted-proxies.js';
 import { healthRoutes } from './http/health.routes.js';
 import { authRoutes } from './auth/auth.routes.js';
 import { productRoutes } from './products/products.routes.js';
@@ -45,8 +46,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   const options: FastifyServerOptions = {
     bodyLimit: config.BODY_LIMIT_BYTES,
-    // Trust exactly TRUST_PROXY hops of X-Forwarded-For; a client cannot spoof its way past them.
-    trustProxy: (_address: string, hop: number) => hop < config.TRUST_PROXY,
+    // X-Forwarded-For counts only from the proxies TRUST_PROXY names (or its last n hops).
+    trustProxy: proxyTrustFunction(parseTrustProxy(config.TRUST_PROXY)),
     // A caller's X-Request-Id is kept when it is sane, so that logs join across services.
     genReqId: (request) => {
       const given = request.headers['x-request-id'];

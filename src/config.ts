@@ -2,6 +2,7 @@ import { Type, type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import { parseRetrySchedule } from './delivery/retry-schedule.js';
 import { parseNetworks } from './net/address-policy.js';
+import { parseTrustProxy } from './net/trusted-proxies.js';
 
 /**
  * Every setting of Plaza, read from environment variables of the same name.
@@ -21,7 +22,10 @@ export const ConfigSchema = Type.Object({
     default: 'info',
     description: 'Minimum level of the JSON logs written to standard output: fatal, error, warn, info, debug, trace or silent.',
   }),
-  TRUST_PROXY: Integer(0, 'How many reverse-proxy hops in front of Plaza to trust for X-Forwarded-For. 0 uses the socket address only.', 0, 10),
+  TRUST_PROXY: Text(
+    '',
+    'Who may name the client in X-Forwarded-For: a comma-separated list of the reverse proxies\' addresses or CIDR ranges (e.g. 10.0.0.0/8), trusted only when the request comes from them; or a hop count 1–10 (weaker: a client that reaches Plaza directly chooses its address). Empty or 0: the socket address only.',
+  ),
   BODY_LIMIT_BYTES: Integer(1_048_576, 'Largest accepted request body; larger bodies get 413.', 1024),
   SHUTDOWN_TIMEOUT_MS: Integer(10_000, 'On SIGTERM/SIGINT, how long in-flight requests and sends may take before the process exits.', 0),
 
@@ -118,6 +122,7 @@ const invalid = (lines: string[]) => new ConfigError(`Invalid configuration:\n  
 /** Formats the schema cannot express, checked at start rather than at first use. */
 const FORMAT_CHECKS: [keyof Config, (config: Config) => void][] = [
   ['WEBHOOK_ALLOWED_NETWORKS', (config) => parseNetworks(config.WEBHOOK_ALLOWED_NETWORKS)],
+  ['TRUST_PROXY', (config) => parseTrustProxy(config.TRUST_PROXY)],
   [
     'DELIVERY_RETRY_SCHEDULE',
     (config) => {
