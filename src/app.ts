@@ -12,6 +12,7 @@ import { systemClock } from './clock.js';
 import type { AppDeps, FeatureDeps } from './deps.js';
 import { registerOpenApi } from './http/openapi.js';
 import { registerProblemHandlers, sendFrameworkProblem, writeClientProblem } from './http/problem.js';
+import { defaultBodyLimit } from './http/body-limits.js';
 import { refuseDeepBodies } from './http/json-depth.js';
 import { createValidatorCompiler } from './http/validation.js';
 import { parseTrustProxy, proxyTrustFunction } from './net/trusted-proxies.js';
@@ -45,7 +46,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const feature: FeatureDeps = { config, db: deps.db, keys: deps.keys, clock: deps.clock ?? systemClock, metrics: deps.metrics ?? createMetrics() };
 
   const options: FastifyServerOptions = {
-    bodyLimit: config.BODY_LIMIT_BYTES,
+    // Per route: src/http/body-limits.ts (event intake and login/refresh set their own).
+    bodyLimit: defaultBodyLimit(config),
     // X-Forwarded-For counts only from the proxies TRUST_PROXY names (or its last n hops).
     trustProxy: proxyTrustFunction(parseTrustProxy(config.TRUST_PROXY)),
     // A caller's X-Request-Id is kept when it is sane, so that logs join across services.

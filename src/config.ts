@@ -26,7 +26,7 @@ export const ConfigSchema = Type.Object({
     '',
     'Who may name the client in X-Forwarded-For: a comma-separated list of the reverse proxies\' addresses or CIDR ranges (e.g. 10.0.0.0/8), trusted only when the request comes from them; or a hop count 1–10 (weaker: a client that reaches Plaza directly chooses its address). Empty or 0: the socket address only.',
   ),
-  BODY_LIMIT_BYTES: Integer(1_048_576, 'Largest accepted request body; larger bodies get 413.', 1024),
+  BODY_LIMIT_BYTES: Integer(1_048_576, 'Largest event body (POST /v1/{marketplace_code}/events); larger bodies get 413. Login and refresh accept 4 KiB, other routes 64 KiB (never more than this).', 1024),
   SHUTDOWN_TIMEOUT_MS: Integer(10_000, 'On SIGTERM/SIGINT, how long in-flight requests and sends may take before the process exits.', 0),
 
   // Storage

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { FeatureDeps } from '../deps.js';
+import { CREDENTIALS_BODY_LIMIT_BYTES } from '../http/body-limits.js';
 import { problemResponses } from '../http/openapi.js';
 import { authenticate, principalOf } from './authenticate.js';
 import { createLoginLimiter } from './login-limits.js';
@@ -49,6 +50,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
   app.post(
     '/api/v2/auth/login',
     {
+      bodyLimit: CREDENTIALS_BODY_LIMIT_BYTES,
       schema: {
         tags: ['auth'],
         summary: 'Log in with user name and password',
@@ -66,6 +68,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
   app.post(
     '/api/v2/auth/refresh',
     {
+      bodyLimit: CREDENTIALS_BODY_LIMIT_BYTES,
       schema: {
         tags: ['auth'],
         summary: 'Rotate the refresh token',
@@ -83,7 +86,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
   app.post(
     '/api/v2/auth/logout',
     {
-      preHandler: requireUser,
+      onRequest: requireUser,
       schema: {
         tags: ['auth'],
         summary: 'End the current session',
@@ -101,7 +104,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
   app.post(
     '/api/v2/auth/revoke-all',
     {
-      preHandler: requireUser,
+      onRequest: requireUser,
       schema: {
         tags: ['auth'],
         summary: 'End every session of the user',

@@ -33,7 +33,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
   app.get(
     '/v1/:marketplace_code/webhooks/:code/deliveries',
     {
-      preValidation: auth,
+      onRequest: auth,
       schema: {
         tags: ['deliveries'],
         summary: 'List a webhook\'s deliveries, newest first',
@@ -67,7 +67,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
   app.get(
     '/v1/:marketplace_code/webhooks/:code/deliveries/:id',
     {
-      preValidation: auth,
+      onRequest: auth,
       schema: {
         tags: ['deliveries'],
         summary: 'One delivery with each of its attempts',
@@ -89,7 +89,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
   app.post(
     '/v1/:marketplace_code/webhooks/:code/deliveries/:id/retry',
     {
-      preValidation: auth,
+      onRequest: auth,
       schema: {
         tags: ['deliveries'],
         summary: 'Send a delivery again now',
@@ -117,7 +117,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
   app.post(
     '/v1/:marketplace_code/webhooks/:code/replay',
     {
-      preValidation: auth,
+      onRequest: auth,
       schema: {
         tags: ['deliveries'],
         summary: 'Send again the failed deliveries since a time',

@@ -37,7 +37,7 @@ export const testNotificationRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = as
   app.post(
     '/v1/:marketplace_code/webhooks/:code/test',
     {
-      preHandler: authenticate(deps),
+      onRequest: authenticate(deps),
       schema: {
         tags: ['webhooks'],
         summary: 'Send a signed test notification now',
