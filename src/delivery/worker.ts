@@ -134,7 +134,9 @@ class WorkerLoop {
   private async maintain(): Promise<void> {
     const { db, clock, config, logger } = this.deps;
     try {
-      const disabled = await disableFailingWebhooks(db, clock.now(), config.DELIVERY_DISABLE_AFTER_DAYS);
+      const disabledWebhooks = await disableFailingWebhooks(db, clock.now(), config.DELIVERY_DISABLE_AFTER_DAYS);
+      for (const webhook of disabledWebhooks) logger.warn({ webhookId: webhook.id, marketplaceCode: webhook.marketplace_code, code: webhook.code }, 'webhook disabled: deliveries kept failing');
+      const disabled = disabledWebhooks.length;
       const pruned = await pruneExpired(db, clock.now(), config.DELIVERY_RETENTION_DAYS);
       const prunedAuth = await pruneAuthRecords(db, clock.now(), {
         refreshTokenTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS,

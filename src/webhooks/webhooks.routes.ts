@@ -13,6 +13,7 @@ import {
 import { changeWebhook, createWebhook, rotateSecret, type WebhookSettings } from './webhooks.service.js';
 import { deleteWebhook, listWebhooks } from './webhooks.repository.js';
 import { nextPageLink } from '../http/pagination.js';
+import { countHeldDeliveries } from '../delivery/deliveries.repository.js';
 
 const TAGS = ['webhooks'];
 const SECURITY = [{ bearerAuth: [] }];
@@ -118,7 +119,8 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
     },
     async (request) => {
       const { marketplace_code: marketplaceCode, code } = request.params;
-      return toWebhookResponse(await loadWebhookForPrincipal(db, principalOf(request), marketplaceCode, code));
+      const webhook = await loadWebhookForPrincipal(db, principalOf(request), marketplaceCode, code);
+      return toWebhookResponse(webhook, await countHeldDeliveries(db, webhook.id));
     },
   );
 
@@ -139,7 +141,8 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
     },
     async (request) => {
       const { marketplace_code: marketplaceCode, code } = request.params;
-      return toWebhookResponse(await changeWebhook(db, principalOf(request), marketplaceCode, code, request.body, settings, clock.now()));
+      const webhook = await changeWebhook(db, principalOf(request), marketplaceCode, code, request.body, settings, clock.now());
+      return toWebhookResponse(webhook, await countHeldDeliveries(db, webhook.id));
     },
   );
 
