@@ -40,7 +40,6 @@ export async function replayDeliveries(db: Database, match: DeliveryMatch & { st
     if (matched > options.maxDeliveries) {
       throw new AppError('validation_failed', `The filter matches ${matched} deliveries; one replay sends at most ${options.maxDeliveries}. Narrow the time window or add a filter.`, {
         errors: [{ field: 'body', message: `matches ${matched} deliveries, more than ${options.maxDeliveries}` }],
-        extensions: { matched, limit: options.maxDeliveries },
       });
     }
     const params: unknown[] = [];
