@@ -49,9 +49,17 @@ export async function releaseHeldDeliveries(db: Queryable, webhookId: number, no
   return rowCount;
 }
 
+/** Held deliveries per webhook (absent: none), one statement for a whole page of webhooks. */
+export async function countHeldByWebhook(db: Queryable, webhookIds: readonly number[]): Promise<Map<number, number>> {
+  const { rows } = await db.query<{ webhook_id: number; count: number }>(
+    `SELECT webhook_id, count(*)::int AS count FROM deliveries WHERE webhook_id = ANY($1::bigint[]) AND status = 'held' GROUP BY webhook_id`,
+    [webhookIds],
+  );
+  return new Map(rows.map((row) => [Number(row.webhook_id), row.count]));
+}
+
 export async function countHeldDeliveries(db: Queryable, webhookId: number): Promise<number> {
-  const { rows } = await db.query<{ count: number }>(`SELECT count(*)::int AS count FROM deliveries WHERE webhook_id = $1 AND status = 'held'`, [webhookId]);
-  return rows[0]!.count;
+  return (await countHeldByWebhook(db, [webhookId])).get(Number(webhookId)) ?? 0;
 }
 
 // next_attempt_at means nothing once a delivery is finished: shown as null then.

@@ -5,8 +5,8 @@ import { authenticate, principalOf } from '../auth/authenticate.js';
 import { AppError, invalidField, notFound } from '../http/errors.js';
 import { problemResponses } from '../http/openapi.js';
 import { loadWebhookForPrincipal } from '../webhooks/webhook-access.js';
-import { findDelivery, findEventDeliveries, listAttempts, listDeliveries, notifyDeliveryWorkers, requeueDelivery } from './deliveries.repository.js';
-import { replayDeliveries } from './replay.js';
+import { findDelivery, findEventDeliveries, listAttempts, listDeliveries } from './deliveries.repository.js';
+import { replayDeliveries, retryDelivery } from './replay.js';
 import { assertMarketplaceAccess, tenantOf } from '../webhooks/webhook-access.js';
 import { decodeCursor, encodeCursor } from './delivery-cursor.js';
 import {
@@ -109,11 +109,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
     },
     async (request, reply) => {
       const webhook = await webhookOf(request, request.params);
-      const outcome = await db.transaction(async (tx) => {
-        const result = await requeueDelivery(tx, webhook.id, request.params.id, clock.now());
-        if (result === 'queued') await notifyDeliveryWorkers(tx);
-        return result;
-      });
+      const outcome = await retryDelivery(db, webhook.id, request.params.id, clock.now());
       if (outcome === 'not_found') throw notFound(DELIVERY_NOT_FOUND);
       if (outcome === 'delivering') throw new AppError('conflict', 'The delivery is being sent right now; retry once this attempt has finished.');
       const delivery = await findDelivery(db, webhook.id, request.params.id);

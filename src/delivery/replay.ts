@@ -1,6 +1,6 @@
 import type { Database } from '../db/database.js';
 import { AppError } from '../http/errors.js';
-import { notifyDeliveryWorkers } from './deliveries.repository.js';
+import { notifyDeliveryWorkers, requeueDelivery, type RetryOutcome } from './deliveries.repository.js';
 import { deliveryConditions, type DeliveryMatch } from './delivery-filter.js';
 
 /** Only finished deliveries are replayed: pending and held ones are going out anyway. */
@@ -67,5 +67,14 @@ export async function replayDeliveries(db: Database, match: DeliveryMatch & { st
     const count = replayed[0]!.count;
     if (count > 0) await notifyDeliveryWorkers(tx);
     return { matched, replayed: count };
+  });
+}
+
+/** Sends one delivery again now and wakes the workers (on commit); 'delivering' while a worker holds it. */
+export function retryDelivery(db: Database, webhookId: number, deliveryId: number, now: Date): Promise<RetryOutcome> {
+  return db.transaction(async (tx) => {
+    const result = await requeueDelivery(tx, webhookId, deliveryId, now);
+    if (result === 'queued') await notifyDeliveryWorkers(tx);
+    return result;
   });
 }

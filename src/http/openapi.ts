@@ -53,6 +53,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'webhooks', description: 'Webhook subscriptions per marketplace' },
         { name: 'events', description: 'Event intake from the platform' },
         { name: 'deliveries', description: 'Delivery history and steering' },
+        { name: 'portal', description: 'Links into the web portal at /portal' },
         { name: 'operations', description: 'Health, readiness and metrics' },
       ],
       components: {

@@ -1,7 +1,9 @@
 import type { Principal } from '../auth/access-tokens.js';
 import type { Database, Queryable } from '../db/database.js';
 import { AppError, notFound, type FieldError } from '../http/errors.js';
-import type { Network } from '../net/address-policy.js';
+import { parseNetworks, type Network } from '../net/address-policy.js';
+import type { Config } from '../config.js';
+import type { Keys } from '../keys.js';
 import { notifyDeliveryWorkers, releaseHeldDeliveries } from '../delivery/deliveries.repository.js';
 import { encryptSecret, newWebhookSecret } from './secret-box.js';
 import { assertMarketplaceAccess, loadWebhookForPrincipal, tenantOf, type Tenant, type WebhookRow } from './webhook-access.js';
@@ -13,6 +15,16 @@ export interface WebhookSettings {
   allowedNetworks: readonly Network[];
   limitPerTenant: number;
   secretOverlapSeconds: number;
+}
+
+/** The settings of the webhook services, from the config and keys (the API and the portal build the same). */
+export function webhookSettings({ config, keys }: { config: Config; keys: Keys }): WebhookSettings {
+  return {
+    secretsKey: keys.webhookSecretsKey,
+    allowedNetworks: parseNetworks(config.WEBHOOK_ALLOWED_NETWORKS),
+    limitPerTenant: config.WEBHOOKS_PER_TENANT_LIMIT,
+    secretOverlapSeconds: config.WEBHOOK_SECRET_OVERLAP_SECONDS,
+  };
 }
 
 export interface CreateWebhookInput {
