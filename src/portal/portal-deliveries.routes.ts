@@ -22,6 +22,7 @@ const Text = (maxLength: number) => Type.Optional(Type.String({ maxLength }));
 const LogQuery = Type.Object({ status: Choice(DELIVERY_STATUSES), topic: Choice(EVENT_TOPICS), event_id: Text(200), entity_id: Text(200), cursor: Text(200) });
 const DeliveryParams = Type.Object({ ...WebhookParams.properties, id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }) });
 const CsrfForm = Type.Object({ _csrf: Text(100) });
+const DetailQuery = Type.Object({ done: Type.Optional(Type.Literal('retried')) });
 const ReplayForm = Type.Object({
   _csrf: Text(100),
   mode: Type.Optional(Type.Union([Type.Literal('count'), Type.Literal('send')])),
@@ -87,19 +88,20 @@ export const portalDeliveryRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async
     return deliveryDetailPage(pageContext(session, webhook.marketplace_code), webhook, delivery, await listAttempts(db, delivery.id), notice);
   };
 
-  app.get(`${one}/deliveries/:id`, { schema: { ...hide, params: DeliveryParams }, preHandler: requireSession }, async (request, reply) =>
-    sendPage(reply, await showDelivery(sessionOf(request), request.params)),
-  );
+  app.get(`${one}/deliveries/:id`, { schema: { ...hide, params: DeliveryParams, querystring: DetailQuery }, preHandler: requireSession }, async (request, reply) => {
+    const notice = request.query.done === 'retried' ? { kind: 'success' as const, text: 'Queued: the delivery is sent again now.' } : undefined;
+    return sendPage(reply, await showDelivery(sessionOf(request), request.params, notice));
+  });
 
   app.post(`${one}/deliveries/:id/retry`, { schema: { ...hide, params: DeliveryParams, body: CsrfForm }, preHandler: requireSession }, async (request, reply) => {
     const session = sessionOf(request);
     const webhook = await load(session, request.params);
     const outcome = await retryDelivery(db, webhook.id, request.params.id, clock.now());
     if (outcome === 'not_found') throw notFound('The delivery does not exist for this webhook.');
-    const notice = outcome === 'queued'
-      ? { kind: 'success' as const, text: 'Queued: the delivery is sent again now.' }
-      : { kind: 'error' as const, text: 'The delivery is being sent right now; retry once this attempt has finished.' };
-    return sendPage(reply, await showDelivery(session, request.params, notice), outcome === 'queued' ? 202 : 409);
+    // Post/redirect/get: a reload of the page shows the delivery, it does not retry again.
+    if (outcome === 'queued') return reply.redirect(`${request.url.replace(/\/retry$/, '')}?done=retried`, 303);
+    const notice = { kind: 'error' as const, text: 'The delivery is being sent right now; retry once this attempt has finished.' };
+    return sendPage(reply, await showDelivery(session, request.params, notice), 409);
   });
 
   app.get(`${one}/replay`, { schema: { ...hide, params: WebhookParams }, preHandler: requireSession }, async (request, reply) => {

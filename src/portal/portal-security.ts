@@ -5,8 +5,9 @@ import { sameToken, type PortalSession } from './portal-sessions.js';
 /**
  * Headers of every portal response. The CSP allows only Plaza's own scripts, styles and forms,
  * no inline code, no framing; it names no scheme and has no upgrade-insecure-requests, so the
- * portal also works when Plaza is reached over plain HTTP by a host name. no-referrer: a portal
- * link's token must not leak to another site through the Referer header.
+ * portal also works when Plaza is reached over plain HTTP by a host name. same-origin referrers:
+ * a portal link's token must not leak to another site through the Referer header (no-referrer
+ * would also make browsers send `Origin: null` on our own forms, which the origin check refuses).
  */
 export const PAGE_CSP = [
   "default-src 'none'",
@@ -24,7 +25,7 @@ export function setPageHeaders(reply: FastifyReply): void {
     .header('content-security-policy', PAGE_CSP)
     .header('x-content-type-options', 'nosniff')
     .header('x-frame-options', 'DENY')
-    .header('referrer-policy', 'no-referrer')
+    .header('referrer-policy', 'same-origin')
     .header('cross-origin-opener-policy', 'same-origin')
     .header('cache-control', 'no-store');
 }

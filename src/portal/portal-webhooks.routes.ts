@@ -29,6 +29,12 @@ const WebhookForm = Type.Object({
   headers: Text(16_384),
 });
 const CsrfForm = Type.Object({ _csrf: Text(100) });
+const DONE_NOTICES = {
+  paused: 'Paused: events that arrive meanwhile are held until you resume.',
+  resumed: 'Resumed: held deliveries and waiting retries go out now, in order.',
+  saved: 'Saved.',
+} as const;
+const DetailQuery = Type.Object({ done: Type.Optional(Type.Enum(Object.keys(DONE_NOTICES) as (keyof typeof DONE_NOTICES)[])) });
 const hide = { hide: true };
 
 export function pageContext(session: PortalSession, marketplaceCode: string): PageContext {
@@ -46,6 +52,8 @@ export function parseHeaderLines(text: string): { headers: Record<string, string
   }
   return { headers };
 }
+
+const detailPath = (webhook: { marketplace_code: string; code: string }) => `/portal/${webhook.marketplace_code}/webhooks/${encodeURIComponent(webhook.code)}`;
 
 const headerLines = (headers: Record<string, string>) => Object.entries(headers).map(([name, value]) => `${name}: ${value}`).join('\n');
 
@@ -120,10 +128,12 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
     }
   });
 
-  app.get(one, { schema: { ...hide, params: WebhookParams }, preHandler: requireSession }, async (request, reply) => {
+  app.get(one, { schema: { ...hide, params: WebhookParams, querystring: DetailQuery }, preHandler: requireSession }, async (request, reply) => {
     const session = sessionOf(request);
     const webhook = await load(session, request.params);
-    return sendPage(reply, webhookDetailPage(pageContext(session, webhook.marketplace_code), webhook, await countHeldDeliveries(db, webhook.id)));
+    const done = request.query.done;
+    const notice = done ? { kind: 'success' as const, text: DONE_NOTICES[done] } : undefined;
+    return sendPage(reply, webhookDetailPage(pageContext(session, webhook.marketplace_code), webhook, await countHeldDeliveries(db, webhook.id), notice));
   });
 
   app.get(`${one}/edit`, { schema: { ...hide, params: WebhookParams }, preHandler: requireSession }, async (request, reply) => {
@@ -151,7 +161,7 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
     } catch (error) {
       return formFailure(reply, error, render);
     }
-    return reply.redirect(`/portal/${webhook.marketplace_code}/webhooks/${encodeURIComponent(webhook.code)}`, 303);
+    return reply.redirect(`${detailPath(webhook)}?done=saved`, 303);
   });
 
   app.post(`${one}/test`, { schema: { ...hide, params: WebhookParams, body: CsrfForm }, preHandler: requireSession }, async (request, reply) => {
@@ -166,9 +176,8 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
       const session = sessionOf(request);
       const webhook = await load(session, request.params);
       // The API's own PATCH {active}: a resume releases the held deliveries and wakes the workers.
-      const changed = await changeWebhook(db, session.principal, webhook.marketplace_code, webhook.code, { active }, settings, clock.now());
-      const notice = { kind: 'success' as const, text: active ? 'Resumed: held deliveries and waiting retries go out now, in order.' : 'Paused: events that arrive meanwhile are held until you resume.' };
-      return sendPage(reply, webhookDetailPage(pageContext(session, changed.marketplace_code), changed, await countHeldDeliveries(db, changed.id), notice));
+      await changeWebhook(db, session.principal, webhook.marketplace_code, webhook.code, { active }, settings, clock.now());
+      return reply.redirect(`${detailPath(webhook)}?done=${active ? 'resumed' : 'paused'}`, 303);
     });
   }
 
