@@ -163,6 +163,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
       preValidation: auth,
       schema: {
         tags: ['deliveries'],
+        operationId: 'getEventDeliveries',
         summary: 'One event across your webhooks',
         description: 'The event (by the event_id given or generated at intake) and its delivery to each of your webhooks it matched (admins: every tenant\'s). 404 when it reached none of them.',
         security: [{ bearerAuth: [] }],

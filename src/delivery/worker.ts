@@ -7,6 +7,7 @@ import { releaseClaims } from './claim.js';
 import { claim, createDeliverer, deliverClaimed, type Deliverer } from './deliver.js';
 import { pruneAuthRecords } from '../auth/auth-maintenance.js';
 import { pruneExpired } from './maintenance.js';
+import { pruneExpiredPortalRecords } from '../portal/portal-links.repository.js';
 import type { Metrics } from './metrics.js';
 import { disableFailingWebhooks } from './webhook-health.js';
 
@@ -142,7 +143,8 @@ class WorkerLoop {
         refreshTokenTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS,
         auditRetentionDays: config.AUTH_AUDIT_RETENTION_DAYS,
       });
-      logger.info({ disabled, pruned, prunedAuth }, 'maintenance done');
+      const prunedPortal = await pruneExpiredPortalRecords(db, clock.now());
+      logger.info({ disabled, pruned, prunedAuth, prunedPortal }, 'maintenance done');
     } catch (error) {
       logger.warn({ err: error }, 'delivery maintenance failed');
     }

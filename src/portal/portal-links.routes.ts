@@ -41,6 +41,7 @@ export const portalLinkRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (a
       onRequest: authenticate(deps),
       schema: {
         tags: ['portal'],
+        operationId: 'createPortalLink',
         summary: 'Create a one-time portal link',
         description: 'Marketplace users (their own marketplace) and admins only. With `seller_id`, the session manages that seller\'s own webhooks in the marketplace (the seller must be connected to it); without, the marketplace\'s own webhooks.',
         security: [{ bearerAuth: [] }],
