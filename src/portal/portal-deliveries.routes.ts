@@ -6,9 +6,8 @@ import { REPLAYABLE_STATUSES, replayDeliveries, retryDelivery, type ReplayableSt
 import { EVENT_TOPICS } from '../events/event-schema.js';
 import { AppError, notFound } from '../http/errors.js';
 import { MarketplaceParams, WebhookParams } from '../http/path-params.js';
-import { loadWebhookForPrincipal } from '../webhooks/webhook-access.js';
 import type { PortalSession } from './portal-sessions.js';
-import { assertInScope, sendPage, sessionOf, type PortalDeps } from './portal.routes.js';
+import { assertInScope, loadScopedWebhook, sendPage, sessionOf, type PortalDeps } from './portal.routes.js';
 import { pageContext } from './portal-webhooks.routes.js';
 import { cataloguePage } from './views/catalogue-page.js';
 import { deliveryDetailPage, deliveryLogPage, replayPage, type ReplayValues } from './views/delivery-pages.js';
@@ -50,10 +49,7 @@ function utcTime(value: string | undefined, field: string): Date | undefined {
 export const portalDeliveryRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async (app, deps) => {
   const { db, clock, config, requireSession } = deps;
   const one = '/portal/:marketplace_code/webhooks/:code';
-  const load = async (session: PortalSession, params: { marketplace_code: string; code: string }) => {
-    assertInScope(session, params.marketplace_code);
-    return loadWebhookForPrincipal(db, session.principal, params.marketplace_code, params.code);
-  };
+  const load = (session: PortalSession, params: { marketplace_code: string; code: string }) => loadScopedWebhook(db, session, params);
 
   app.get(`${one}/deliveries`, { schema: { ...hide, params: WebhookParams, querystring: LogQuery }, preHandler: requireSession }, async (request, reply) => {
     const session = sessionOf(request);

@@ -7,12 +7,12 @@ import { sendTestNotification } from '../delivery/test-notification.routes.js';
 import { AppError } from '../http/errors.js';
 import { MarketplaceParams, WebhookParams } from '../http/path-params.js';
 import { parseNetworks } from '../net/address-policy.js';
-import { assertMarketplaceAccess, loadWebhookForPrincipal, tenantOf } from '../webhooks/webhook-access.js';
+import { assertMarketplaceAccess, tenantOf } from '../webhooks/webhook-access.js';
 import { STATUS_TOPIC_PREFIX } from '../webhooks/webhook-validators.js';
 import { listWebhooks } from '../webhooks/webhooks.repository.js';
 import { changeWebhook, createWebhook, rotateSecret, webhookSettings } from '../webhooks/webhooks.service.js';
 import type { PortalSession } from './portal-sessions.js';
-import { assertInScope, sendPage, sessionOf, type PortalDeps } from './portal.routes.js';
+import { assertInScope, loadScopedWebhook, sendPage, sessionOf, type PortalDeps } from './portal.routes.js';
 import type { PageContext } from './views/layout.js';
 import { secretPage, testNotice, webhookDetailPage, webhookFormPage, type WebhookFormValues } from './views/webhook-pages.js';
 import { webhookListPage } from './views/webhook-pages.js';
@@ -73,10 +73,7 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
     assertInScope(session, marketplaceCode);
     return pageContext(session, marketplaceCode);
   };
-  const load = async (session: PortalSession, params: { marketplace_code: string; code: string }) => {
-    assertInScope(session, params.marketplace_code);
-    return loadWebhookForPrincipal(db, session.principal, params.marketplace_code, params.code);
-  };
+  const load = (session: PortalSession, params: { marketplace_code: string; code: string }) => loadScopedWebhook(db, session, params);
   const sellerEditable = (session: PortalSession) => session.principal.role !== 'seller';
 
   app.get(hooks, { schema: { ...hide, params: MarketplaceParams }, preHandler: requireSession }, async (request, reply) => {

@@ -9,7 +9,9 @@ import { login } from '../auth/login.service.js';
 import { originOf } from '../auth/request-origin.js';
 import { logout } from '../auth/sessions.service.js';
 import type { FeatureDeps } from '../deps.js';
+import type { Queryable } from '../db/database.js';
 import { AppError, notFound } from '../http/errors.js';
+import { loadWebhookForPrincipal } from '../webhooks/webhook-access.js';
 import type { Html } from './html.js';
 import { consumePortalLink } from './portal-links.repository.js';
 import { assertCsrfToken, assertSameOrigin, setPageHeaders } from './portal-security.js';
@@ -41,6 +43,12 @@ export function sessionOf(request: FastifyRequest): PortalSession {
 /** A portal-link session sees one marketplace; any other is "not found", like another tenant's. */
 export function assertInScope(session: PortalSession, marketplaceCode: string): void {
   if (session.scopeMarketplace !== null && session.scopeMarketplace !== marketplaceCode) throw notFound('No such marketplace is available to you.');
+}
+
+/** A webhook the session may see, in its scope; 404 otherwise, as in the API. */
+export function loadScopedWebhook(db: Queryable, session: PortalSession, params: { marketplace_code: string; code: string }) {
+  assertInScope(session, params.marketplace_code);
+  return loadWebhookForPrincipal(db, session.principal, params.marketplace_code, params.code);
 }
 
 const LoginForm = Type.Object({ username: Type.String({ maxLength: 200 }), password: Type.String({ maxLength: 1024 }) });
