@@ -71,6 +71,8 @@ export async function createDeliveries(db: Queryable, fanOut: FanOut): Promise<n
               CASE WHEN w.active THEN 'pending' ELSE 'held' END, 0, $6, $6, $6
          FROM webhooks w
         WHERE w.marketplace_code = $2
+          -- 'disabled_by_user' is DISABLED_BY_USER (webhooks.repository.ts), written out so that the
+          -- planner can match the partial index webhooks_matching_or_paused.
           AND (w.active OR w.disabled_reason = 'disabled_by_user')
           AND w.topic = ANY($5::text[])
           AND (w.seller_id = '*' OR w.seller_id = $3::text)
