@@ -78,7 +78,14 @@ export const ConfigSchema = Type.Object({
   DELIVERY_POLL_INTERVAL_MS: Integer(5000, 'Safety-net poll for due deliveries (LISTEN/NOTIFY wakes the worker sooner).', 50),
   DELIVERY_DISABLE_AFTER_DAYS: Integer(5, 'A webhook failing for this many days without one success is disabled.', 1),
   DELIVERY_RETENTION_DAYS: Integer(30, 'Finished deliveries, their attempts and event payloads older than this are pruned.', 1),
-  DELIVERY_REPLAY_MAX_DAYS: Integer(14, 'How far back POST …/webhooks/{code}/replay may reach for failed deliveries.', 1),
+  DELIVERY_REPLAY_MAX_DAYS: Integer(14, 'How far back POST …/webhooks/{code}/replay may reach (the replay\'s time window starts at most this many days ago).', 1),
+  DELIVERY_REPLAY_RATE_PER_SECOND: Integer(10, 'Pacing of a replay: its deliveries become due this many per second, oldest first, so a large replay does not flood the receiver.', 1, 10_000),
+  DELIVERY_REPLAY_MAX_DELIVERIES: Integer(10_000, 'Most deliveries one replay may send; a larger match is refused (narrow the filter).', 1),
+
+  // Portal
+  PORTAL_SESSION_TTL_SECONDS: Integer(28_800, 'Lifetime of a portal session (web pages at /portal) from its sign-in.', 60),
+  PORTAL_LINK_TTL_SECONDS: Integer(900, 'How long a one-time portal link stays valid (15 minutes).', 30, 86_400),
+  PORTAL_PUBLIC_URL: OptionalText('Base URL of Plaza as browsers reach it (https://plaza.example.com), used in portal links. Unset: taken from the request that creates the link.'),
 });
 
 export type Config = Static<typeof ConfigSchema>;
