@@ -4,8 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { verifyAccessToken } from '../auth/access-tokens.js';
-import { createLoginLimiter } from '../auth/login-limits.js';
-import { login } from '../auth/login.service.js';
+import { createLoginGuards, login } from '../auth/login.service.js';
 import { originOf } from '../auth/request-origin.js';
 import { logout } from '../auth/sessions.service.js';
 import type { FeatureDeps } from '../deps.js';
@@ -65,8 +64,8 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
   const { db, clock, config, keys } = deps;
   await app.register(cookie);
   await app.register(formbody, { bodyLimit: 64 * 1024 });
-  const limiter = createLoginLimiter({ config, db });
-  app.addHook('onClose', async () => limiter.close());
+  const guards = createLoginGuards(deps);
+  app.addHook('onClose', async () => guards.close());
   registerPortalAssets(app);
 
   app.addHook('onRequest', async (request, reply) => {
@@ -113,7 +112,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
     try {
       // The API's own login: the same limits, audit and password checks. The tokens stay here:
       // the browser gets only the portal cookie.
-      const pair = await login(deps, limiter, { username, password, origin: originOf(request) });
+      const pair = await login(deps, guards, { username, password, origin: originOf(request) });
       const principal = await verifyAccessToken(keys, config, pair.token, clock.now());
       const id = await createPortalSession(db, {
         userId: principal.userId,
