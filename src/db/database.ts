@@ -1,6 +1,6 @@
 /**
- * The one interface every repository talks to. Two engines implement it with the same SQL:
- * PostgreSQL (`pg`) in production and PGlite (PostgreSQL in WebAssembly) embedded.
+ * The one interface every repository talks to, implemented over `pg` for PostgreSQL: an external
+ * server (DATABASE_URL) or the embedded server Plaza runs itself (src/db/embedded/).
  */
 export interface QueryResult<Row> {
   rows: Row[];
@@ -14,7 +14,6 @@ export interface Queryable {
 }
 
 export interface Database extends Queryable {
-  readonly engine: 'postgres' | 'pglite';
   /** Runs `work` in one transaction; commits when it resolves, rolls back when it throws. */
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
   /** LISTEN on a channel; resolves to a function that stops listening. */

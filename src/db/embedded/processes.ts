@@ -1,0 +1,48 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+/** Whether a process with this pid exists (EPERM: it exists but belongs to another user). */
+export function isAlive(pid: number): boolean {
+  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * When the process started, as an opaque string, or undefined when it does not exist. A pid
+ * alone does not identify a process: in a container PID 1 (and every pid after it) repeats on
+ * each restart. The pair (pid, start time) does.
+ */
+export function processStartTime(pid: number): string | undefined {
+  if (!isAlive(pid)) return undefined;
+  try {
+    // Field 22 of /proc/<pid>/stat, counted after the command name (which may contain spaces).
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    try {
+      return execFileSync('ps', ['-o', 'lstart=', '-p', String(pid)], { encoding: 'utf8' }).trim() || undefined;
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/** The command line of a process ('' when unknown), to tell a postmaster from a reused pid. */
+export function processCommandLine(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+  } catch {
+    try {
+      return execFileSync('ps', ['-o', 'command=', '-p', String(pid)], { encoding: 'utf8' }).trim();
+    } catch {
+      return '';
+    }
+  }
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
