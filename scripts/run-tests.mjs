@@ -60,7 +60,7 @@ if (!process.env.DATABASE_URL) {
   const dir = mkdtempSync(join(tmpdir(), 'plaza-test-pg-'));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   const quiet = { info: (_details, message) => console.error(`npm test: ${message}`), warn: () => {}, error: (_details, message) => console.error(`npm test: ${message}`) };
-  const server = await EmbeddedServer.start(dir, quiet);
+  const server = await EmbeddedServer.start(dir, quiet, { throwaway: true });
   cleanups.push(() => server.stop());
   env.DATABASE_URL = connectionString({ ...server.connection, database: 'postgres' });
 }

@@ -45,7 +45,7 @@ export async function openDatabase(config: Config, options: OpenOptions = {}): P
       return pool(connectionString(running.connection));
     }
     try {
-      const server = await EmbeddedServer.start(config.DATA_DIR, logger, options.onFatal);
+      const server = await EmbeddedServer.start(config.DATA_DIR, logger, options.onFatal ? { onFatal: options.onFatal } : {});
       const db = pool(connectionString(server.connection));
       return {
         ...db,

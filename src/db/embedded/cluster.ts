@@ -59,7 +59,7 @@ function writePrivateFile(path: string, content: string, runAs?: SystemUser): vo
  * Initialises DATA_DIR/postgres on first start (initdb), then only reads its credentials. Access
  * is by password (SCRAM) on the Unix socket and on 127.0.0.1 alike, never `trust`.
  */
-export async function ensureCluster(dataDir: string, binaries: EmbeddedBinaries, runAs: SystemUser | undefined, logger: EmbeddedLogger): Promise<Credentials> {
+export async function ensureCluster(dataDir: string, binaries: EmbeddedBinaries, runAs: SystemUser | undefined, logger: EmbeddedLogger, throwaway = false): Promise<Credentials> {
   const cluster = clusterDir(dataDir);
   assertPrivate(credentialsPath(dataDir), 'file');
   if (existsSync(join(cluster, 'PG_VERSION'))) {
@@ -83,6 +83,7 @@ export async function ensureCluster(dataDir: string, binaries: EmbeddedBinaries,
       '--encoding=UTF8',
       '--locale=C',
       '--no-instructions',
+      ...(throwaway ? ['--no-sync'] : []),
     ], runAs);
   } finally {
     rmSync(passwordFile, { force: true });
