@@ -1,5 +1,4 @@
 import type { ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 
 /**
  * Every process the harness starts, so that an interrupted run (Ctrl-C, a crash) stops them all
@@ -29,16 +28,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 /** A TCP port free right now on 127.0.0.1. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
+export { freeLocalPort as freePort } from '../../src/db/embedded/processes.js';
 
 /** Wall-clock milliseconds with sub-millisecond resolution, comparable between processes. */
 export function wallNow(): number {

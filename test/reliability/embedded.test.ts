@@ -4,6 +4,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { isAlive } from '../../src/db/embedded/processes.js';
 import { call, createWebhook, inParallel, login, orderEvent, report, scaled, sendEvent } from '../support/plaza-api.js';
 import { freePort, killAllPlaza, runCli, sharedKeyEnv, startPlaza, type PlazaProcess } from '../support/plaza-process.js';
 import { Receiver, waitFor } from '../support/receiver.js';
@@ -19,15 +20,6 @@ after(async () => {
   for (const pid of postmasters()) process.kill(pid, 'SIGKILL');
   rmSync(root, { recursive: true, force: true });
 });
-
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /** Every postmaster running on a data directory of this test (`postgres -D <root>/…/postgres`). */
 function postmasters(): number[] {

@@ -1,13 +1,12 @@
 import { spawn } from 'node:child_process';
 import { chownSync, closeSync, existsSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { ConfigError } from '../../config.js';
 import { findEmbeddedBinaries, type EmbeddedBinaries } from './binaries.js';
 import { clusterDir, ensureCluster, postgresSystemUser, type Credentials, type EmbeddedLogger, type SystemUser } from './cluster.js';
 import { ensurePrivateDirectory } from './permissions.js';
-import { isAlive, processCommandLine, sleep } from './processes.js';
+import { freeLocalPort, isAlive, processCommandLine, sleep } from './processes.js';
 import { claimOwnership, describeOwner, releaseOwnership, writeState, type OwnerState } from './state.js';
 
 export interface StartOptions {
@@ -263,15 +262,4 @@ function readLines(path: string): string[] {
   } catch {
     return [];
   }
-}
-
-function freeLocalPort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no free port'))));
-    });
-  });
 }
