@@ -14,8 +14,7 @@ import type { LimitDecision } from './login-limits.js';
 
 /**
  * Login-limit counters in the login_throttle table, shared by every API process on one
- * PostgreSQL. The embedded PGlite database uses the same table and SQL; it has a single
- * connection in a single process, so its transactions are serialised anyway.
+ * PostgreSQL (external or the embedded server).
  */
 
 interface Row {
