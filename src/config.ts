@@ -30,12 +30,11 @@ export const ConfigSchema = Type.Object({
   SHUTDOWN_TIMEOUT_MS: Integer(10_000, 'On SIGTERM/SIGINT, how long in-flight requests and sends may take before the process exits.', 0),
 
   // Storage
-  DATABASE_URL: OptionalText('PostgreSQL connection string (postgres://…). Unset: the embedded PGlite database in DATA_DIR.'),
-  DATA_DIR: Text('./data', 'Directory of the embedded database and of generated keys (when not configured below).'),
+  DATABASE_URL: OptionalText('PostgreSQL connection string (postgres://…). Unset: Plaza runs its own PostgreSQL server in DATA_DIR/postgres.'),
+  DATA_DIR: Text('./data', 'Directory (mode 0700) of the embedded PostgreSQL server and of generated keys (when not configured below).'),
   DATABASE_POOL_SIZE: Integer(10, 'Connections in the PostgreSQL pool.', 1, 1000),
   DATABASE_CONNECT_TIMEOUT_MS: Integer(3000, 'How long a request waits for a PostgreSQL connection before answering 503.', 100),
   DATABASE_STATEMENT_TIMEOUT_MS: Integer(10_000, 'PostgreSQL statement_timeout for the pool.', 100),
-  EMBEDDED_VACUUM_INTERVAL_SECONDS: Integer(30, 'Embedded database only: how often VACUUM (ANALYZE) runs, standing in for the autovacuum PGlite lacks. 0 turns it off.', 0),
   DATABASE_RETRY_AFTER_SECONDS: Integer(5, 'Retry-After sent with 503 while the database is unreachable.', 1),
 
   // Keys and secrets

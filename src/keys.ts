@@ -1,8 +1,9 @@
 import { generateKeyPairSync, hkdfSync, randomBytes } from 'node:crypto';
-import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { linkSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { calculateJwkThumbprint, exportJWK, importJWK, importPKCS8, type CryptoKey, type JWK } from 'jose';
 import { ConfigError, type Config } from './config.js';
+import { assertPrivate, ensurePrivateDirectory } from './db/embedded/permissions.js';
 
 /**
  * Key material of the service, imported once at start (a pre-imported key signs ~1.7× faster).
@@ -75,7 +76,8 @@ function newPrivateKeyPem(): string {
 
 function readOrCreateKeyFile(dataDir: string): KeyFile {
   const path = join(dataDir, 'keys.json');
-  mkdirSync(dataDir, { recursive: true });
+  ensurePrivateDirectory(dataDir);
+  assertPrivate(path, 'file');
   const draft = `${path}.${process.pid}.tmp`;
   writeFileSync(draft, JSON.stringify({ jwtPrivateKeyPem: newPrivateKeyPem(), secretsKey: randomBytes(32).toString('base64') }), { mode: 0o600 });
   try {

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.js';
-import { DataDirLockedError } from './db/data-dir-lock.js';
+import { EmbeddedUnavailableError } from './db/embedded/binaries.js';
+import { EmbeddedServerBusyError } from './db/embedded/server.js';
 import type { Database } from './db/database.js';
 import { migrate } from './db/migrate.js';
 import { openDatabase } from './db/open.js';
@@ -19,7 +20,8 @@ const USAGE = `Usage: plaza <command>
                                        The password is read from standard input
   users set-active <username> true|false
 
-The database is DATABASE_URL, or the embedded one in DATA_DIR (stop the server first).`;
+The database is DATABASE_URL, or the embedded PostgreSQL server in DATA_DIR: the CLI uses the one a
+running plaza serve owns, or starts it for the duration of the command.`;
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
@@ -55,7 +57,7 @@ async function withDatabase(config: Config, work: (db: Database) => Promise<void
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  if (error instanceof UsageError || error instanceof ConfigError || error instanceof DataDirLockedError) {
+  if (error instanceof UsageError || error instanceof ConfigError || error instanceof EmbeddedServerBusyError || error instanceof EmbeddedUnavailableError) {
     console.error(`plaza: ${error.message}`);
     if (error instanceof UsageError && error.showUsage) console.error(`\n${USAGE}`);
     process.exit(2);

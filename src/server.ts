@@ -19,7 +19,6 @@ export const FIRST_USER_HINT = [
   '  npx plaza sellers add <seller id> --name "<Seller name>"',
   '  npx plaza connections add --seller <seller id> --marketplace <code>',
   '  echo "<password>" | npx plaza users add <username> --seller <seller id>',
-  '(with the embedded database, stop the server first: the CLI needs the data directory lock).',
 ].join('\n');
 
 /** `plaza serve`: the API, the delivery worker, or both, until SIGTERM or SIGINT. */
@@ -27,7 +26,17 @@ export async function serve(config: Config, role: Role): Promise<void> {
   const logger = pino({ level: config.LOG_LEVEL, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } });
   // Keys first: a bad key is a configuration mistake, reported before anything is opened.
   const keys = await loadKeys(config);
-  const db = await openDatabase(config, (error) => logger.warn({ err: error }, 'database connection error'));
+  // Role all owns the embedded server; --role api|worker may join the one a running Plaza owns.
+  const db = await openDatabase(config, {
+    onError: (error) => logger.warn({ err: error }, 'database connection error'),
+    logger,
+    exclusive: role === 'all',
+    onFatal: (error) => {
+      logger.fatal({ err: error }, 'the embedded database is gone; exiting');
+      process.stderr.write(`plaza: ${error.message}\n`);
+      process.exit(1);
+    },
+  });
   await migrateWhenReachable(db, logger);
   if ((await countUsers(db)) === 0) {
     logger.warn('no user exists yet');
@@ -41,7 +50,7 @@ export async function serve(config: Config, role: Role): Promise<void> {
   let worker: DeliveryWorker | undefined;
   if (role !== 'api') worker = await startDeliveryWorker({ config, db, keys, clock: systemClock, logger, metrics });
   if (app) await app.listen({ host: config.HOST, port: config.PORT });
-  logger.info({ role, engine: db.engine, port: app ? config.PORT : undefined }, 'plaza started');
+  logger.info({ role, database: config.DATABASE_URL ? 'external' : 'embedded', port: app ? config.PORT : undefined }, 'plaza started');
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -53,7 +62,8 @@ export async function serve(config: Config, role: Role): Promise<void> {
       process.exit(1);
     }, config.SHUTDOWN_TIMEOUT_MS + 5000);
     deadline.unref();
-    // Stop accepting first, let in-flight requests and sends finish, then close the database.
+    // Stop accepting first, let in-flight requests and sends finish, then close the database
+    // (for the owner of the embedded server, that stops it: fast shutdown).
     await Promise.allSettled([app?.close(), worker?.stop()]);
     await db.close();
     logger.info('stopped');

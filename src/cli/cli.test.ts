@@ -1,14 +1,10 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { findUserByUsername } from '../accounts/accounts.repository.js';
 import { verifyPassword } from '../auth/passwords.js';
-import { lockDataDir } from '../db/data-dir-lock.js';
 import type { Database } from '../db/database.js';
-import { openPGlite } from '../db/pglite.js';
 import { projectRoot } from '../paths.js';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';
 
@@ -20,7 +16,7 @@ interface Run {
   stderr: string;
 }
 
-/** Runs `plaza …` as a user would, against the embedded database in dataDir or DATABASE_URL. */
+/** Runs `plaza …` as a user would, against DATABASE_URL (the embedded server's own path is in test/reliability/embedded.test.ts). */
 function plaza(env: Record<string, string>, args: string[], stdin = ''): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', ...env } });
@@ -35,33 +31,17 @@ function plaza(env: Record<string, string>, args: string[], stdin = ''): Promise
 }
 
 describe('plaza CLI', () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'plaza-cli-'));
-  let testDb: TestDatabase | undefined;
+  let testDb: TestDatabase;
   let env: Record<string, string>;
 
   before(async () => {
-    if (process.env.DATABASE_URL) {
-      testDb = await createTestDatabase();
-      env = { DATABASE_URL: testDb.url! };
-    } else {
-      env = { DATA_DIR: dataDir };
-    }
+    testDb = await createTestDatabase();
+    env = { DATABASE_URL: testDb.url };
   });
-  after(async () => {
-    await testDb?.close();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  after(() => testDb.close());
 
-  /** Reads the database the CLI wrote (the embedded one only while no CLI process holds it). */
-  async function inspect<T>(work: (db: Database) => Promise<T>): Promise<T> {
-    if (testDb) return work(testDb);
-    const db = await openPGlite(dataDir);
-    try {
-      return await work(db);
-    } finally {
-      await db.close();
-    }
-  }
+  /** Reads the database the CLI wrote. */
+  const inspect = <T>(work: (db: Database) => Promise<T>): Promise<T> => work(testDb);
 
   test('migrate reports what it did', async () => {
     const first = await plaza(env, ['migrate']);
@@ -137,17 +117,5 @@ describe('plaza CLI', () => {
     const run = await plaza({ ...env, PORT: 'eighty' }, ['migrate']);
     assert.equal(run.code, 2);
     assert.match(run.stderr, /PORT="eighty"/);
-  });
-
-  test('the embedded database refuses a second process, naming the holder', { skip: process.env.DATABASE_URL ? 'embedded database only' : false }, async () => {
-    const lock = lockDataDir(dataDir);
-    try {
-      const run = await plaza(env, ['migrate']);
-      assert.equal(run.code, 2);
-      assert.match(run.stderr, new RegExp(`in use by process ${process.pid}`));
-    } finally {
-      lock.release();
-    }
-    assert.equal((await plaza(env, ['migrate'])).code, 0, 'works again once the holder is gone');
   });
 });
