@@ -19,7 +19,11 @@ export const ConfigSchema = Type.Object({
   PORT: Integer(3000, 'TCP port of the HTTP API.', 0, 65535),
   LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
     default: 'info',
-    description: 'Minimum level of the JSON logs written to standard output: fatal, error, warn, info, debug, trace or silent.',
+    description: 'Minimum level of the logs written to standard output: fatal, error, warn, info, debug, trace or silent.',
+  }),
+  LOG_FORMAT: Type.Enum(['auto', 'json', 'pretty'], {
+    default: 'auto',
+    description: 'json: one JSON object per line (for log collectors); pretty: coloured lines for people (pino-pretty); auto: pretty when standard output is a terminal, JSON otherwise.',
   }),
   TRUST_PROXY: Integer(0, 'How many reverse-proxy hops in front of Plaza to trust for X-Forwarded-For. 0 uses the socket address only.', 0, 10),
   BODY_LIMIT_BYTES: Integer(1_048_576, 'Largest accepted request body; larger bodies get 413.', 1024),
