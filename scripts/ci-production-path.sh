@@ -119,10 +119,11 @@ stop_and_expect_clean_exit() { # <pid to signal> <pid to wait for> <log>
 echo "== image CMD as PID 1, unprivileged, API and worker as separate processes (compose.yaml)"
 mkdir -p "$WORK/data" && chown 65534:65534 "$WORK/data" && chmod 0700 "$WORK/data"
 PORT="$(free_port)"
-as_image_user() { setpriv --reuid=65534 --regid=65534 --clear-groups env -i PATH="$PATH" HOME=/tmp NODE_ENV=production \
-  DATA_DIR="$WORK/data" PORT="$PORT" HOST=127.0.0.1 LOG_FORMAT=json DATABASE_URL="$DB_URL" WEBHOOK_ALLOWED_NETWORKS=127.0.0.1/32 "$@"; }
+IMAGE_USER=(setpriv --reuid=65534 --regid=65534 --clear-groups env -i PATH="$PATH" HOME=/tmp NODE_ENV=production
+  DATA_DIR="$WORK/data" PORT="$PORT" HOST=127.0.0.1 LOG_FORMAT=json DATABASE_URL="$DB_URL" WEBHOOK_ALLOWED_NETWORKS=127.0.0.1/32)
+as_image_user() { "${IMAGE_USER[@]}" "$@"; }
 cd "$IMAGE"
-as_image_user unshare --pid --fork --mount-proc node --enable-source-maps bin/plaza.js serve --role api >"$WORK/image-api.log" 2>&1 &
+unshare --pid --fork --mount-proc "${IMAGE_USER[@]}" node --enable-source-maps bin/plaza.js serve --role api >"$WORK/image-api.log" 2>&1 &
 API_NS=$!
 PIDS+=("$API_NS")
 wait_for "the API's /healthz" 60 curl -sf "http://127.0.0.1:$PORT/healthz"
