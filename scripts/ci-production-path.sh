@@ -6,8 +6,11 @@
 #     `npm ci --omit=dev`, then its CMD as PID 1 of a new PID namespace under an unprivileged user,
 #     split into an API and a worker process as in compose.yaml; a tour delivers one notification to
 #     `plaza listen`, which verifies its signature; SIGTERM to PID 1 must drain and exit 0;
-#  4. the production install of the README in the clone: `npm prune --omit=dev`,
-#     `npm run start:prod`, the same tour, and dist/ must be left untouched.
+#  4. the backup and restore of docs/operations.md: pg_dump, pg_restore into a new database;
+#  5. the production install of the README in the clone: `npm prune --omit=dev`,
+#     `npm run start:prod` on the restored database (the first run's user logs in, its webhook gets a
+#     second notification verified with its original secret), the tour again, SIGTERM, and dist/
+#     must be left untouched.
 # Uses PostgreSQL at PLAZA_CI_DATABASE_URL (a database of its own, dropped at the end).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -16,11 +19,14 @@ WORK="$(mktemp -d)"
 chmod 0755 "$WORK"
 DB_NAME="plaza_ci_prod_$$"
 DB_URL="${PG_URL%/*}/$DB_NAME"
+RESTORED_URL="${DB_URL}_restored"
 PIDS=()
 
 cleanup() {
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  psql -q "$PG_URL" -c "DROP DATABASE IF EXISTS $DB_NAME WITH (FORCE)" >/dev/null 2>&1 || true
+  for db in "$DB_NAME" "${DB_NAME}_restored"; do
+    psql -q "$PG_URL" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
+  done
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -44,7 +50,7 @@ wait_for() { # <what> <seconds> <command…>: retries the command every 0.2 s
 
 serve_pid_under() { # <ancestor pid>: the `plaza serve` node process started under it
   local pid p
-  for pid in $(pgrep -f 'bin/plaza.js serve'); do
+  for pid in $(pgrep -f '^node .*bin/plaza\.js serve'); do
     p="$pid"
     while [ "${p:-1}" -gt 1 ]; do
       [ "$p" = "$1" ] && { echo "$pid"; return 0; }
@@ -106,6 +112,20 @@ tour() { # <plaza command…> (run in the current directory)
   wait_for "the notification at plaza listen" 30 grep -q 'answered 200' "$WORK/listen-$code.log"
   grep -q 'signature: verified' "$WORK/listen-$code.log" || fail "the signature did not verify: $(cat "$WORK/listen-$code.log")"
   echo "delivered and verified: $(grep -m1 'webhook-id' "$WORK/listen-$code.log" | xargs)"
+  FIRST_CODE="${FIRST_CODE:-$code}"
+}
+
+# Another event for the first tour's webhook, after the restore: its receiver must verify it with the
+# secret it was given before the backup (the keys were restored with the database).
+deliver_again() { # <code of the first tour>
+  local api="http://127.0.0.1:$PORT" code="$1" token
+  token="$(curl -sf "$api/api/v2/auth/login" -H 'content-type: application/json' \
+    -d "{\"username\":\"u$code\",\"password\":\"a-long-password\"}" | json_field token)" || fail "login of a restored user failed"
+  curl -sf "$api/v1/m$code/events" -H "authorization: Bearer $token" -H 'content-type: application/json' \
+    -d "{\"topic\":\"order/status_change\",\"seller_id\":${code#w},\"entity_id\":\"ORD-2\",\"order\":{\"reference_order\":\"ORD-2\",\"status\":\"APRO\"},\"state_from\":null,\"state_to\":\"APRO\",\"author\":\"ci\"}" \
+    >/dev/null || fail "event intake on the restored database failed"
+  wait_for "the second notification" 30 test "$(grep -c 'signature: verified' "$WORK/listen-$code.log")" -eq 2
+  echo "restored: user logged in, webhook delivered with its original secret"
 }
 
 stop_and_expect_clean_exit() { # <pid to signal> <pid to wait for> <log>
@@ -128,7 +148,8 @@ API_NS=$!
 PIDS+=("$API_NS")
 wait_for "the API's /healthz" 60 curl -sf "http://127.0.0.1:$PORT/healthz"
 API_PID="$(serve_pid_under "$API_NS")" # PID 1 inside its namespace
-as_image_user node --enable-source-maps bin/plaza.js serve --role worker >"$WORK/image-worker.log" 2>&1 &
+# Not through a shell function: $! must be the node process itself.
+"${IMAGE_USER[@]}" node --enable-source-maps bin/plaza.js serve --role worker >"$WORK/image-worker.log" 2>&1 &
 WORKER_PID=$!
 PIDS+=("$WORKER_PID")
 wait_for "the worker" 30 grep -q '"plaza started"' "$WORK/image-worker.log"
@@ -136,18 +157,25 @@ tour as_image_user node bin/plaza.js
 stop_and_expect_clean_exit "$API_PID" "$API_NS" "$WORK/image-api.log"
 stop_and_expect_clean_exit "$WORKER_PID" "$WORKER_PID" "$WORK/image-worker.log"
 
-echo "== production install in the clone: npm prune --omit=dev, npm run start:prod"
+echo "== backup and restore as docs/operations.md says: pg_dump, pg_restore into a new database, keys copied"
+pg_dump --format=custom --file="$WORK/plaza.dump" "$DB_URL"
+createdb --maintenance-db="$PG_URL" "${DB_NAME}_restored"
+pg_restore --no-owner --exit-on-error --dbname="$RESTORED_URL" "$WORK/plaza.dump"
+cp -a "$WORK/data" "$WORK/clone-data"
+
+echo "== production install in the clone: npm prune --omit=dev, npm run start:prod (on the restored database)"
 cd "$WORK/clone"
 npm prune --omit=dev --no-audit --no-fund --loglevel=error
 [ ! -e node_modules/typescript ] && [ ! -e node_modules/.bin/tsc ] || fail "typescript is still installed after the prune"
 touch "$WORK/started"
 PORT="$(free_port)"
-PORT="$PORT" HOST=127.0.0.1 LOG_FORMAT=json DATA_DIR="$WORK/clone-data" DATABASE_URL="$DB_URL" WEBHOOK_ALLOWED_NETWORKS=127.0.0.1/32 \
+PORT="$PORT" HOST=127.0.0.1 LOG_FORMAT=json DATA_DIR="$WORK/clone-data" DATABASE_URL="$RESTORED_URL" WEBHOOK_ALLOWED_NETWORKS=127.0.0.1/32 \
   npm run start:prod --silent >"$WORK/start-prod.log" 2>&1 &
 NPM_PID=$!
 PIDS+=("$NPM_PID")
 wait_for "start:prod's /healthz" 60 curl -sf "http://127.0.0.1:$PORT/healthz"
-tour env DATABASE_URL="$DB_URL" DATA_DIR="$WORK/clone-data" LOG_LEVEL=warn node bin/plaza.js
+deliver_again "$FIRST_CODE"
+tour env DATABASE_URL="$RESTORED_URL" DATA_DIR="$WORK/clone-data" LOG_LEVEL=warn node bin/plaza.js
 # Signalled like a service manager does: the node process, not the npm wrapper.
 stop_and_expect_clean_exit "$(serve_pid_under "$NPM_PID")" "$NPM_PID" "$WORK/start-prod.log"
 changed="$(find dist -newer "$WORK/started" | head -n 5)"
