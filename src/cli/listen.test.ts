@@ -75,6 +75,13 @@ describe('plaza listen, in-process', () => {
     assert.match(printed.at(-1)!, /signature: INVALID: the webhook-id, webhook-timestamp and webhook-signature headers are required/);
   });
 
+  test('a body that is not JSON is printed as text, with terminal control characters neutralised', async () => {
+    await post(listener.port, { 'content-type': 'text/plain' }, 'plain \u001b]0;pwned\u0007 text');
+    const output = printed.at(-1)!;
+    assert.match(output, /plain \ufffd\]0;pwned\ufffd text/);
+    assert.equal(output.includes('\u001b') || output.includes('\u0007'), false);
+  });
+
   test('without --secret the signature is shown as not checked', async () => {
     const lines: string[] = [];
     const unchecked = await startListener({ port: 0, host: '127.0.0.1', status: 200 }, (text) => lines.push(text), clock);

@@ -69,14 +69,15 @@ function wholeNumber(text: string): number | undefined {
 /** The receiver itself, separate from the command so that tests run it in-process. */
 export async function startListener(options: ListenOptions, print: (text: string) => void, clock: Clock = systemClock): Promise<Listener> {
   const key = options.secret === undefined ? undefined : secretKeyBytes(options.secret);
+  const show = (text: string) => print(withoutControlCharacters(text));
   const server = createServer((request, response) => {
     void readBody(request).then((body) => {
       if (body === undefined) {
-        print(`${clock.now().toISOString()} ${request.method} ${request.url}: body over ${BODY_LIMIT_BYTES} bytes, answered 413`);
+        show(`${clock.now().toISOString()} ${request.method} ${request.url}: body over ${BODY_LIMIT_BYTES} bytes, answered 413`);
         response.writeHead(413, { connection: 'close' }).end();
         return;
       }
-      print(describeNotification(request, body, key, clock, options.status));
+      show(describeNotification(request, body, key, clock, options.status));
       response.writeHead(options.status, { 'content-type': 'application/json' }).end(JSON.stringify({ status: options.status }));
     });
   });
@@ -119,6 +120,10 @@ function describeNotification(request: IncomingMessage, body: Buffer, key: Buffe
   ];
   return lines.join('\n');
 }
+
+/** Whoever can reach the port writes to this terminal: no escape sequences get through. */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const withoutControlCharacters = (text: string) => text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, '\ufffd');
 
 /** The verdict a Standard Webhooks receiver would reach, in words. */
 export function checkSignature(header: string | undefined, id: string | undefined, timestamp: string | undefined, body: Buffer, key: Buffer | undefined, clock: Clock): string {
