@@ -115,6 +115,8 @@ tour() { # <plaza command…> (run in the current directory)
   FIRST_CODE="${FIRST_CODE:-$code}"
 }
 
+verified_count_is() { [ "$(grep -c 'signature: verified' "$1")" -eq "$2" ]; }
+
 # Another event for the first tour's webhook, after the restore: its receiver must verify it with the
 # secret it was given before the backup (the keys were restored with the database).
 deliver_again() { # <code of the first tour>
@@ -124,7 +126,7 @@ deliver_again() { # <code of the first tour>
   curl -sf "$api/v1/m$code/events" -H "authorization: Bearer $token" -H 'content-type: application/json' \
     -d "{\"topic\":\"order/status_change\",\"seller_id\":${code#w},\"entity_id\":\"ORD-2\",\"order\":{\"reference_order\":\"ORD-2\",\"status\":\"APRO\"},\"state_from\":null,\"state_to\":\"APRO\",\"author\":\"ci\"}" \
     >/dev/null || fail "event intake on the restored database failed"
-  wait_for "the second notification" 30 test "$(grep -c 'signature: verified' "$WORK/listen-$code.log")" -eq 2
+  wait_for "the second notification" 30 verified_count_is "$WORK/listen-$code.log" 2
   echo "restored: user logged in, webhook delivered with its original secret"
 }
 
