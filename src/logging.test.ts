@@ -42,6 +42,13 @@ test('pretty lines for LOG_FORMAT=pretty, or auto on a terminal; JSON for auto e
   assert.match(text, /^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3} [+-]\d{4}\] WARN: no user exists yet/);
   assert.equal(text.includes('hunter2-secret'), false, 'redaction applies to pretty lines too');
   assert.equal(text.includes('\u001b['), false, 'no colours when the output is not a terminal');
+
+  const requests = sink();
+  createLogger({ LOG_LEVEL: 'info', LOG_FORMAT: 'pretty' }, { stream: requests.stream, isTTY: false }).info(
+    { reqId: 'r-1', req: { method: 'GET', url: '/v1/x' }, res: { statusCode: 200 }, responseTime: 3.2 },
+    'request',
+  );
+  assert.match(requests.text(), /^\[[^\]]+\] INFO: request GET \/v1\/x → 200 in 3\.2 ms \(req r-1\)\n$/, 'a request is one line for people too');
 });
 
 describe('request logging', () => {

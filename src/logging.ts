@@ -43,7 +43,27 @@ export function createLogger(config: Pick<Config, 'LOG_LEVEL' | 'LOG_FORMAT'>, o
     sync: true,
     colorize: isTTY,
     translateTime: 'SYS:yyyy-mm-dd HH:MM:ss.l o',
-    ignore: 'pid,hostname',
+    // A request stays on one line for people too: its fields go into the message.
+    ignore: 'pid,hostname,reqId,req,res,responseTime',
+    messageFormat: formatForPeople,
   });
   return pino(options, pretty);
+}
+
+interface RequestFields {
+  reqId?: string;
+  req?: { method?: string; url?: string };
+  res?: { statusCode?: number };
+  responseTime?: number;
+}
+
+/** `request GET /v1/x → 200 in 3.2 ms (req 1f0…)`; other messages keep their own text. */
+function formatForPeople(log: Record<string, unknown>, messageKey: string): string {
+  const { reqId, req, res, responseTime } = log as RequestFields;
+  const parts = [String(log[messageKey] ?? '')];
+  if (req) parts.push(`${req.method} ${req.url}`);
+  if (res) parts.push(`→ ${res.statusCode}`);
+  if (responseTime !== undefined) parts.push(`in ${responseTime} ms`);
+  if (reqId) parts.push(`(req ${reqId})`);
+  return parts.join(' ');
 }
