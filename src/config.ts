@@ -20,7 +20,11 @@ export const ConfigSchema = Type.Object({
   PORT: Integer(3000, 'TCP port of the HTTP API.', 0, 65535),
   LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
     default: 'info',
-    description: 'Minimum level of the JSON logs written to standard output: fatal, error, warn, info, debug, trace or silent.',
+    description: 'Minimum level of the logs written to standard output: fatal, error, warn, info, debug, trace or silent.',
+  }),
+  LOG_FORMAT: Type.Enum(['auto', 'json', 'pretty'], {
+    default: 'auto',
+    description: 'json: one JSON object per line (for log collectors); pretty: coloured lines for people (pino-pretty); auto: pretty when standard output is a terminal, JSON otherwise.',
   }),
   TRUST_PROXY: Text(
     '',

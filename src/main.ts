@@ -8,6 +8,7 @@ import { openDatabase } from './db/open.js';
 import { serve, type Role } from './server.js';
 import { runAccountCommand } from './cli/account-commands.js';
 import { UsageError } from './cli/usage-error.js';
+import { runListenCommand } from './cli/listen.js';
 
 const USAGE = `Usage: plaza <command>
 
@@ -19,6 +20,9 @@ const USAGE = `Usage: plaza <command>
   users add <username> --seller <id> [--role seller|marketplace|admin] [--marketplace <code>] [--inactive]
                                        The password is read from standard input
   users set-active <username> true|false
+  listen --port <n> [--secret whsec_…] [--status <code>] [--host <address>]
+                                       A local webhook receiver for development: prints each
+                                       notification, verifies its signature, answers <code> (200)
 
 The database is DATABASE_URL, or the embedded PostgreSQL server in DATA_DIR: the CLI uses the one a
 running plaza serve owns, or starts it for the duration of the command.`;
@@ -29,6 +33,8 @@ async function main(argv: string[]): Promise<void> {
     console.log(USAGE);
     return;
   }
+  // The receiver needs neither configuration nor database.
+  if (command === 'listen') return runListenCommand(rest);
   const config = loadConfig();
   if (command === 'serve') {
     const { values } = parseArgs({ args: rest, options: { role: { type: 'string', default: 'all' } }, strict: true });

@@ -1,5 +1,5 @@
-import pino from 'pino';
-import { buildApp, REDACTED_PATHS } from './app.js';
+import type pino from 'pino';
+import { buildApp } from './app.js';
 import { systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { countUsers } from './accounts/accounts.repository.js';
@@ -10,20 +10,24 @@ import { openDatabase } from './db/open.js';
 import { startDeliveryWorker, type DeliveryWorker } from './delivery/worker.js';
 import { createMetrics } from './delivery/metrics.js';
 import { loadKeys } from './keys.js';
+import { createLogger } from './logging.js';
 
 export type Role = 'all' | 'api' | 'worker';
 
-export const FIRST_USER_HINT = [
-  'No user exists yet. Create the first one with:',
-  '  npx plaza marketplaces add <code> --name "<Marketplace name>"',
-  '  npx plaza sellers add <seller id> --name "<Seller name>"',
-  '  npx plaza connections add --seller <seller id> --marketplace <code>',
-  '  echo "<password>" | npx plaza users add <username> --seller <seller id>',
-].join('\n');
+/** The commands that create a first user, logged as one structured line on an empty database. */
+export const FIRST_USER_HINT = {
+  hint: 'create the first user with the CLI',
+  commands: [
+    'npx plaza marketplaces add <code> --name "<Marketplace name>"',
+    'npx plaza sellers add <seller id> --name "<Seller name>"',
+    'npx plaza connections add --seller <seller id> --marketplace <code>',
+    'echo "<password>" | npx plaza users add <username> --seller <seller id>',
+  ],
+};
 
 /** `plaza serve`: the API, the delivery worker, or both, until SIGTERM or SIGINT. */
 export async function serve(config: Config, role: Role): Promise<void> {
-  const logger = pino({ level: config.LOG_LEVEL, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } });
+  const logger = createLogger(config);
   // Keys first: a bad key is a configuration mistake, reported before anything is opened.
   const keys = await loadKeys(config);
   // Role all owns the embedded server; --role api|worker may join the one a running Plaza owns.
@@ -39,9 +43,7 @@ export async function serve(config: Config, role: Role): Promise<void> {
   });
   await migrateWhenReachable(db, logger);
   if ((await countUsers(db)) === 0) {
-    logger.warn('no user exists yet');
-    // Said in plain words too: a person starting Plaza for the first time reads this, not a log parser.
-    process.stderr.write(`\n${FIRST_USER_HINT}\n\n`);
+    logger.warn(FIRST_USER_HINT, 'no user exists yet');
   }
 
   // One set of metrics, so that /metrics also shows this process's delivery attempts (role all).
