@@ -13,6 +13,8 @@ import type { AppDeps, FeatureDeps } from './deps.js';
 import { registerOpenApi } from './http/openapi.js';
 import { registerProblemHandlers, sendFrameworkProblem, writeClientProblem } from './http/problem.js';
 import { refuseDeepBodies } from './http/json-depth.js';
+import { trackAllowedMethods } from './http/method-not-allowed.js';
+import { registerResponseHeaders } from './http/response-headers.js';
 import { createValidatorCompiler } from './http/validation.js';
 import { healthRoutes } from './http/health.routes.js';
 import { authRoutes } from './auth/auth.routes.js';
@@ -68,10 +70,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.addHook('preValidation', refuseDeepBodies);
   // Only JSON bodies are part of the API; anything else is 415.
   app.removeContentTypeParser('text/plain');
-  app.addHook('onSend', async (request, reply) => {
-    reply.header('x-request-id', request.id);
-  });
-  registerProblemHandlers(app, config.DATABASE_RETRY_AFTER_SECONDS);
+  registerResponseHeaders(app);
+  registerProblemHandlers(app, config.DATABASE_RETRY_AFTER_SECONDS, trackAllowedMethods(app));
   await registerOpenApi(app);
   // First, so that its request-duration hook sees every route.
   await app.register(metricsRoutes, feature);

@@ -116,6 +116,7 @@ export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDeli
     send = { statusCode: null, error: 'internal error preparing the notification', responseBody: null, retryAfter: undefined, durationMs: 0 };
   }
 
+  if (send.detail) logger?.info({ deliveryId: delivery.id, webhookId: delivery.webhook_id, error: send.error, detail: send.detail }, 'delivery attempt got no answer');
   const now = clock.now();
   const outcome = decideOutcome(deliverer, delivery.attempts + 1, send, now);
   const recorded = await db.transaction(async (tx) => {
@@ -125,7 +126,7 @@ export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDeli
       startedAt,
       durationMs: send.durationMs,
       statusCode: send.statusCode,
-      error: send.error,
+      error: attemptError(send),
       // PostgreSQL text cannot hold NUL; a receiver's answer is for reading, not byte-exact.
       responseBody: send.responseBody?.replaceAll('\u0000', '\uFFFD') ?? null,
       outcome,
@@ -143,6 +144,13 @@ export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDeli
   if (recorded && outcome.kind !== 'retry') metrics?.deliveriesCompleted.inc({ outcome: outcome.kind === 'succeeded' ? 'succeeded' : 'failed' });
   logger?.debug({ deliveryId: delivery.id, status: send.statusCode, error: send.error, outcome: outcome.kind, recorded }, 'delivery attempt');
   return { deliveryId: delivery.id, messageId: delivery.message_id, outcome: outcome.kind, send, recorded };
+}
+
+/** What last_error and the attempt's error say: the transport's reason, or the status that was not 2xx. */
+export function attemptError(send: Pick<SendResult, 'statusCode' | 'error'>): string | null {
+  if (send.error !== null) return send.error;
+  if (send.statusCode !== null && (send.statusCode < 200 || send.statusCode >= 300)) return `HTTP ${send.statusCode}`;
+  return null;
 }
 
 /**

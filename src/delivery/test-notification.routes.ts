@@ -6,7 +6,7 @@ import { authenticate, principalOf } from '../auth/authenticate.js';
 import { problemResponses } from '../http/openapi.js';
 import { parseNetworks } from '../net/address-policy.js';
 import { loadWebhookForPrincipal } from '../webhooks/webhook-access.js';
-import { signingKeys } from './deliver.js';
+import { attemptError, signingKeys } from './deliver.js';
 import { WebhookParams } from '../http/path-params.js';
 import { sendNotification } from './sender.js';
 import { createGuardedAgent } from './ssrf-guard.js';
@@ -15,7 +15,9 @@ import { createGuardedAgent } from './ssrf-guard.js';
 const TestResult = Type.Object({
   success: Type.Boolean({ description: 'The receiver answered 2xx within the timeout.' }),
   status_code: Type.Union([Type.Integer(), Type.Null()], { description: 'The HTTP status the receiver answered, or null.' }),
-  error: Type.Union([Type.String(), Type.Null()], { description: 'Why there is no 2xx: timeout, refused address, connection error, or the status.' }),
+  error: Type.Union([Type.String(), Type.Null()], {
+    description: 'Why there is no 2xx: `HTTP <status>`, a timeout, `destination_blocked` (the address is not allowed), `dns_failure`, or a connection error.',
+  }),
   duration_ms: Type.Integer(),
 });
 
@@ -64,11 +66,12 @@ export const testNotificationRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = as
         },
         config.DELIVERY_TIMEOUT_MS,
       );
+      if (result.detail) request.log.info({ webhookCode: webhook.code, error: result.error, detail: result.detail }, 'test notification got no answer');
       const success = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
       return {
         success,
         status_code: result.statusCode,
-        error: success ? null : (result.error ?? `the receiver answered ${result.statusCode}`),
+        error: success ? null : attemptError(result),
         duration_ms: result.durationMs,
       };
     },

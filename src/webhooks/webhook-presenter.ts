@@ -1,5 +1,6 @@
 import { AppError } from '../http/errors.js';
 import type { WebhookRow } from './webhook-access.js';
+import { disabledMessage, type DisabledReason } from './disabled-reasons.js';
 
 /** What a client sees of a webhook: never its secrets, tenant or delivery bookkeeping. */
 export function toWebhookResponse(row: WebhookRow) {
@@ -11,7 +12,8 @@ export function toWebhookResponse(row: WebhookRow) {
     callback_url: row.callback_url,
     headers: row.headers,
     active: row.active,
-    disabled_reason: row.disabled_reason,
+    disabled_reason: row.disabled_reason as DisabledReason | null,
+    disabled_message: disabledMessage(row.disabled_reason),
     created_at: new Date(row.created_at).toISOString(),
     updated_at: new Date(row.updated_at).toISOString(),
   };

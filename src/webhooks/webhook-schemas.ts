@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { DISABLED_REASONS, type DisabledReason } from './disabled-reasons.js';
 import { CALLBACK_URL_MAX_LENGTH, CODE_PATTERN, FIXED_TOPICS, MAX_HEADERS, MAX_HEADERS_BYTES, NAME_MAX_LENGTH } from './webhook-validators.js';
 import { MarketplaceParams, WebhookParams } from '../http/path-params.js';
 
@@ -55,7 +56,10 @@ const webhookProperties = {
   ...listItemProperties,
   seller_id: SellerIdOut,
   active: Type.Boolean({ description: 'False once disabled (by the delivery after lasting failures or a 410, or by PATCH active=false).' }),
-  disabled_reason: Type.Union([Type.String(), Type.Null()], { description: 'Why it was disabled, while it is.' }),
+  disabled_reason: Type.Union([Type.Enum(Object.keys(DISABLED_REASONS) as DisabledReason[]), Type.Null()], {
+    description: 'Why it is disabled, as a code (null while active): disabled_by_user, receiver_gone (410), failing_too_long.',
+  }),
+  disabled_message: Type.Union([Type.String(), Type.Null()], { description: 'The same reason in words, for people; null while active.' }),
   created_at: Timestamp,
   updated_at: Timestamp,
 };
@@ -68,6 +72,7 @@ const exampleWebhook = {
   headers: exampleHeaders,
   active: true,
   disabled_reason: null,
+  disabled_message: null,
   created_at: '2026-01-01T00:00:00.000Z',
   updated_at: '2026-01-01T00:00:00.000Z',
 };
