@@ -23,7 +23,7 @@ import { webhookRoutes } from './webhooks/webhooks.routes.js';
 import { eventRoutes } from './events/events.routes.js';
 import { deliveryRoutes } from './delivery/deliveries.routes.js';
 import { createMetrics } from './delivery/metrics.js';
-import { metricsRoutes } from './delivery/metrics.routes.js';
+import { requestMetrics } from './http/request-metrics.js';
 import { testNotificationRoutes } from './delivery/test-notification.routes.js';
 
 export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -73,8 +73,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerResponseHeaders(app);
   registerProblemHandlers(app, config.DATABASE_RETRY_AFTER_SECONDS, trackAllowedMethods(app));
   await registerOpenApi(app);
-  // First, so that its request-duration hook sees every route.
-  await app.register(metricsRoutes, feature);
+  // First, so that its request-duration hook sees every route. /metrics itself is served by the
+  // operations listener (src/operations/), not on the public port.
+  await app.register(requestMetrics, { metrics: feature.metrics });
 
   await app.register(healthRoutes, feature);
   await app.register(authRoutes, feature);

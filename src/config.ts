@@ -23,6 +23,9 @@ export const ConfigSchema = Type.Object({
   }),
   TRUST_PROXY: Integer(0, 'How many reverse-proxy hops in front of Plaza to trust for X-Forwarded-For. 0 uses the socket address only.', 0, 10),
   BODY_LIMIT_BYTES: Integer(1_048_576, 'Largest accepted request body; larger bodies get 413.', 1024),
+  METRICS_HOST: Text('127.0.0.1', 'Interface of the operations listener (/metrics, /healthz, /readyz). Loopback by default: metrics need no token, so expose them only to monitoring.'),
+  METRICS_PORT: Integer(9464, 'TCP port of the operations listener, in every role (a worker has no other HTTP port). 0 picks a free port (logged at start).', 0, 65535),
+  METRICS_QUEUE_INTERVAL_SECONDS: Integer(15, 'How often the delivery queue gauges are measured (a scrape never queries the database).', 1, 3600),
   SHUTDOWN_TIMEOUT_MS: Integer(10_000, 'On SIGTERM/SIGINT, how long in-flight requests and sends may take before the process exits.', 0),
 
   // Storage
@@ -94,7 +97,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const lines = new Map<string, string>();
     for (const error of errors) {
       const name = error.instancePath.replace(/^\//, '') || '(config)';
-      if (!lines.has(name)) lines.set(name, `${name}=${JSON.stringify(env[name] ?? '')}: ${error.message}`);
+      if (!lines.has(name)) lines.set(name, `${shown(name, env)}: ${error.message}${allowedValues(name)}`);
     }
     throw invalid([...lines.values()]);
   }
@@ -104,17 +107,43 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       check(config);
       return [];
     } catch (error) {
-      return [`${name}=${JSON.stringify(env[name] ?? '')}: ${(error as Error).message}`];
+      return [`${shown(name, env)}: ${(error as Error).message}`];
     }
   });
   if (problems.length > 0) throw invalid(problems);
   return config;
 }
 
-const invalid = (lines: string[]) => new ConfigError(`Invalid configuration:\n  ${lines.join('\n  ')}`);
+/** Settings that may hold a password or a key: an error names them without echoing the value. */
+const SECRET_SETTINGS = new Set(['DATABASE_URL', 'REDIS_URL', 'JWT_PRIVATE_KEY', 'SECRETS_KEY']);
+
+function shown(name: string, env: Record<string, string | undefined>): string {
+  return SECRET_SETTINGS.has(name) ? name : `${name}=${JSON.stringify(env[name] ?? '')}`;
+}
+
+/** For a setting with a closed set of values, the values: the message alone does not say which are allowed. */
+function allowedValues(name: string): string {
+  const schema = (ConfigSchema.properties as Record<string, { enum?: unknown[] }>)[name];
+  return schema?.enum ? ` (allowed: ${schema.enum.join(', ')})` : '';
+}
+
+// One problem is one line (what start-up scripts and people grep for); several get one line each.
+const invalid = (lines: string[]) =>
+  new ConfigError(lines.length === 1 ? `Invalid configuration: ${lines[0]}` : `Invalid configuration:\n  ${lines.join('\n  ')}`);
 
 /** Formats the schema cannot express, checked at start rather than at first use. */
 const FORMAT_CHECKS: [keyof Config, (config: Config) => void][] = [
+  [
+    'DATABASE_URL',
+    (config) => {
+      // Checked here, not by the driver: pg would read mysql://… as a PostgreSQL host and retry it for 30 s.
+      if (config.DATABASE_URL === undefined) return;
+      const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(config.DATABASE_URL)?.[1]?.toLowerCase();
+      if (scheme !== 'postgres' && scheme !== 'postgresql') {
+        throw new Error(`must be a PostgreSQL URL (postgres://user:password@host:5432/database), not ${scheme ? `${scheme}://…` : 'a URL without a scheme'}`);
+      }
+    },
+  ],
   ['WEBHOOK_ALLOWED_NETWORKS', (config) => parseNetworks(config.WEBHOOK_ALLOWED_NETWORKS)],
   [
     'DELIVERY_RETRY_SCHEDULE',

@@ -7,6 +7,7 @@ import { openDatabase } from './db/open.js';
 import { serve, type Role } from './server.js';
 import { runAccountCommand } from './cli/account-commands.js';
 import { UsageError } from './cli/usage-error.js';
+import { describeStartupError } from './startup-errors.js';
 
 const USAGE = `Usage: plaza <command>
 
@@ -58,6 +59,11 @@ main(process.argv.slice(2)).catch((error: unknown) => {
   if (error instanceof UsageError || error instanceof ConfigError || error instanceof DataDirLockedError) {
     console.error(`plaza: ${error.message}`);
     if (error instanceof UsageError && error.showUsage) console.error(`\n${USAGE}`);
+    process.exit(2);
+  }
+  const cause = describeStartupError(error);
+  if (cause) {
+    console.error(`plaza: ${cause}`);
     process.exit(2);
   }
   console.error(error);

@@ -49,6 +49,7 @@ describe('a worker killed mid-delivery', { skip: onPostgres ? false : 'needs Pos
         DELIVERY_POLL_INTERVAL_MS: '250',
         DELIVERY_RETRY_SCHEDULE: '1s,1s,1s',
         LOG_LEVEL: 'silent',
+        METRICS_PORT: '0',
       },
       stdio: 'ignore',
     });
