@@ -15,6 +15,7 @@ import { registerProblemHandlers, sendFrameworkProblem, writeClientProblem } fro
 import { refuseDeepBodies } from './http/json-depth.js';
 import { trackAllowedMethods } from './http/method-not-allowed.js';
 import { registerResponseHeaders } from './http/response-headers.js';
+import { createTenantRateLimits } from './http/tenant-rate-limit.js';
 import { createValidatorCompiler } from './http/validation.js';
 import { healthRoutes } from './http/health.routes.js';
 import { authRoutes } from './auth/auth.routes.js';
@@ -43,7 +44,15 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export async function buildApp(deps: AppDeps): Promise<App> {
   const { config } = deps;
-  const feature: FeatureDeps = { config, db: deps.db, keys: deps.keys, clock: deps.clock ?? systemClock, metrics: deps.metrics ?? createMetrics() };
+  const clock = deps.clock ?? systemClock;
+  const feature: FeatureDeps = {
+    config,
+    db: deps.db,
+    keys: deps.keys,
+    clock,
+    metrics: deps.metrics ?? createMetrics(),
+    tenantRateLimits: deps.tenantRateLimits ?? createTenantRateLimits(config, clock),
+  };
 
   const options: FastifyServerOptions = {
     bodyLimit: config.BODY_LIMIT_BYTES,

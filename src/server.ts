@@ -41,7 +41,7 @@ export async function serve(config: Config, role: Role): Promise<void> {
   const app = role === 'worker' ? undefined : await buildApp({ config, db, keys, logger, metrics });
   // Ports first, worker last: a port in use must stop the start before anything has been sent.
   if (app) await app.listen({ host: config.HOST, port: config.PORT });
-  const operations = await startOperationsListener({ config, db, keys, clock: systemClock, metrics }, logger);
+  const operations = await startOperationsListener({ config, db, clock: systemClock, metrics }, logger);
   let worker: DeliveryWorker | undefined;
   if (role !== 'api') worker = await startDeliveryWorker({ config, db, keys, clock: systemClock, logger, metrics });
   logger.info({ role, engine: db.engine, port: app ? config.PORT : undefined, metricsPort: operations.port }, 'plaza started');

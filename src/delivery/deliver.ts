@@ -13,6 +13,7 @@ import type { Metrics } from './metrics.js';
 import { nextRetryDelay, parseRetryAfter, parseRetrySchedule } from './retry-schedule.js';
 import { sendNotification, type SendResult } from './sender.js';
 import { createGuardedAgent } from './ssrf-guard.js';
+import { createHostBudget, postponeClaim, type HostBudget } from './host-budget.js';
 import { disableGoneWebhook, noteWebhookFailure, noteWebhookSuccess } from './webhook-health.js';
 
 export interface DelivererDeps {
@@ -32,13 +33,16 @@ export interface Deliverer {
   readonly workerId: string;
   readonly agent: Agent;
   readonly schedule: number[];
+  /** Bytes per destination host (DELIVERY_HOST_BYTES_PER_SECOND); undefined when turned off. */
+  readonly hostBudget: HostBudget | undefined;
   close(): Promise<void>;
 }
 
 export interface DeliveryResult {
   deliveryId: number;
   messageId: string;
-  outcome: AttemptOutcome['kind'];
+  /** `postponed`: the host was over its send budget; nothing was sent or counted as an attempt. */
+  outcome: AttemptOutcome['kind'] | 'postponed';
   send: SendResult;
   /** False when the lease was lost meanwhile (another worker took over, or the webhook was deleted). */
   recorded: boolean;
@@ -60,6 +64,7 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     workerId: deps.workerId ?? newWorkerId(),
     agent,
     schedule: parseRetrySchedule(config.DELIVERY_RETRY_SCHEDULE),
+    hostBudget: createHostBudget(config),
     close: () => agent.close(),
   };
 }
@@ -95,6 +100,13 @@ export function claim(deliverer: Deliverer, limit: number): Promise<ClaimedDeliv
 export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDelivery, signal?: AbortSignal): Promise<DeliveryResult> {
   const { config, db, clock, keys, metrics, logger } = deliverer.deps;
   const startedAt = clock.now();
+  const wait = deliverer.hostBudget?.take(delivery.callback_url, Buffer.byteLength(delivery.body), startedAt.getTime()) ?? 0;
+  if (wait > 0) {
+    const recorded = await postponeClaim(db, delivery.id, deliverer.workerId, new Date(startedAt.getTime() + wait * 1000), startedAt);
+    logger?.debug({ deliveryId: delivery.id, waitSeconds: wait }, 'destination host over its send budget; delivery postponed');
+    const send = { statusCode: null, error: null, responseBody: null, retryAfter: undefined, durationMs: 0 };
+    return { deliveryId: delivery.id, messageId: delivery.message_id, outcome: 'postponed', send, recorded };
+  }
   let send: SendResult;
   try {
     send = await sendNotification(

@@ -96,10 +96,11 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
         description: 'Allowed in every status but `delivering` (409). The delivery becomes pending and due now; its webhook-id stays the same.',
         security: [{ bearerAuth: [] }],
         params: DeliveryParams,
-        response: { 202: DeliveryItem, ...problemResponses(400, 401, 404, 409) },
+        response: { 202: DeliveryItem, ...problemResponses(400, 401, 404, 409, 429) },
       },
     },
     async (request, reply) => {
+      deps.tenantRateLimits.take(principalOf(request), 'retry');
       const webhook = await webhookOf(request, request.params);
       const outcome = await db.transaction(async (tx) => {
         const result = await requeueDelivery(tx, webhook.id, request.params.id, clock.now());
@@ -125,10 +126,11 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
         security: [{ bearerAuth: [] }],
         params: WebhookParams,
         body: ReplayBody,
-        response: { 202: ReplayResult, ...problemResponses(400, 401, 404, 409) },
+        response: { 202: ReplayResult, ...problemResponses(400, 401, 404, 409, 429) },
       },
     },
     async (request, reply) => {
+      deps.tenantRateLimits.take(principalOf(request), 'replay');
       const webhook = await webhookOf(request, request.params);
       const now = clock.now();
       const since = new Date(request.body.since);

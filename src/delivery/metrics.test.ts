@@ -17,7 +17,7 @@ describe('GET /metrics on the operations listener', () => {
     ctx = await createTestApp();
     // The same database, with metrics shared between the app and the worker as `serve --role all` does.
     app = await buildApp({ config: ctx.config, db: ctx.db, keys: ctx.keys, clock: ctx.clock, logger: false, metrics });
-    operations = await buildOperationsApp({ config: ctx.config, db: ctx.db, keys: ctx.keys, clock: ctx.clock, metrics });
+    operations = await buildOperationsApp({ config: ctx.config, db: ctx.db, clock: ctx.clock, metrics });
     receiver = await Receiver.start();
   });
   after(async () => {
@@ -87,7 +87,7 @@ describe('GET /metrics on the operations listener', () => {
   });
 
   test('a fresh process has every outcome label at 0 before any delivery', async () => {
-    const fresh = await buildOperationsApp({ config: ctx.config, db: ctx.db, keys: ctx.keys, clock: ctx.clock, metrics: createMetrics() });
+    const fresh = await buildOperationsApp({ config: ctx.config, db: ctx.db, clock: ctx.clock, metrics: createMetrics() });
     try {
       const text = (await fresh.app.inject({ url: '/metrics' })).body;
       for (const outcome of ['succeeded', 'retry', 'failed', 'gone']) assert.equal(value(text, `plaza_delivery_attempts_total{outcome="${outcome}"}`), 0);

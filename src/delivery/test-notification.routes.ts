@@ -46,10 +46,11 @@ export const testNotificationRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = as
         description: 'The body is `{"type":"webhook.test", marketplace_code, webhook_code, topic, sent_at}`, signed like every notification. The answer reports the outcome; nothing is stored.',
         security: [{ bearerAuth: [] }],
         params: WebhookParams,
-        response: { 200: TestResult, ...problemResponses(400, 401, 404, 409) },
+        response: { 200: TestResult, ...problemResponses(400, 401, 404, 409, 429) },
       },
     },
     async (request) => {
+      deps.tenantRateLimits.take(principalOf(request), 'test');
       const { marketplace_code: marketplaceCode, code } = request.params;
       const webhook = await loadWebhookForPrincipal(db, principalOf(request), marketplaceCode, code);
       const now = clock.now();

@@ -21,11 +21,12 @@ export const eventRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, d
         security: [{ bearerAuth: [] }],
         params: MarketplaceParams,
         body: EventBody,
-        response: { 202: EventAccepted, ...problemResponses(400, 401, 403, 404, 409, 413, 415) },
+        response: { 202: EventAccepted, ...problemResponses(400, 401, 403, 404, 409, 413, 415, 429) },
       },
     },
     async (request, reply) => {
       const principal = principalOf(request);
+      deps.tenantRateLimits.take(principal, 'events');
       const { marketplace_code: marketplaceCode } = request.params;
       assertMaySendFor(principal, request.body.seller_id);
       await assertMarketplaceAccess(deps.db, principal, marketplaceCode);

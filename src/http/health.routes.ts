@@ -6,7 +6,7 @@ import { problemResponses } from './openapi.js';
 
 const Status = Type.Object({ status: Type.String() });
 
-export const healthRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, { db, config }) => {
+export const healthRoutes: FastifyPluginAsyncTypebox<Pick<FeatureDeps, 'db' | 'config'>> = async (app, { db, config }) => {
   app.get('/healthz', { schema: { tags: ['operations'], summary: 'The process is alive', response: { 200: Status } } }, async () => ({ status: 'ok' }));
 
   app.get(

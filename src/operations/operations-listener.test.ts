@@ -24,7 +24,7 @@ describe('operations listener: scrapes cost no query and survive a database outa
       return db.query(sql, params);
     };
     const config = loadConfig({ LOG_LEVEL: 'silent', METRICS_QUEUE_INTERVAL_SECONDS: '3600' });
-    operations = await buildOperationsApp({ config, db: counted, keys: await generateKeys(), clock, metrics: createMetrics() });
+    operations = await buildOperationsApp({ config, db: counted, clock, metrics: createMetrics() });
   });
   after(async () => {
     await operations.close();

@@ -7,6 +7,8 @@ import { ProblemSchema } from '../http/openapi.js';
 import { registerProblemHandlers } from '../http/problem.js';
 import { registerResponseHeaders } from '../http/response-headers.js';
 
+type OperationsDeps = Pick<FeatureDeps, 'config' | 'db' | 'clock' | 'metrics'>;
+
 export interface OperationsListener {
   readonly app: FastifyInstance;
   readonly gauges: QueueGauges;
@@ -20,7 +22,7 @@ export interface OperationsListener {
  * memory only (the queue gauges are measured on an interval), so it answers while the database is
  * down and cannot be used to load it.
  */
-export async function buildOperationsApp(deps: FeatureDeps, logger?: FastifyBaseLogger): Promise<OperationsListener> {
+export async function buildOperationsApp(deps: OperationsDeps, logger?: FastifyBaseLogger): Promise<OperationsListener> {
   const { config, metrics } = deps;
   // Scrapes and probes come every few seconds: their request lines would drown the log.
   const app = logger ? Fastify({ loggerInstance: logger, disableRequestLogging: true }) : Fastify({ logger: false });
@@ -38,7 +40,7 @@ export async function buildOperationsApp(deps: FeatureDeps, logger?: FastifyBase
 }
 
 /** Starts the listener for `plaza serve`; with the process and Node.js runtime metrics (one set per process). */
-export async function startOperationsListener(deps: FeatureDeps, logger: FastifyBaseLogger): Promise<OperationsListener & { port: number }> {
+export async function startOperationsListener(deps: OperationsDeps, logger: FastifyBaseLogger): Promise<OperationsListener & { port: number }> {
   collectDefaultMetrics({ register: deps.metrics.registry });
   const listener = await buildOperationsApp(deps, logger);
   await listener.app.listen({ host: deps.config.METRICS_HOST, port: deps.config.METRICS_PORT });
