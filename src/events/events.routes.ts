@@ -4,14 +4,16 @@ import { authenticate, principalOf } from '../auth/authenticate.js';
 import { problemResponses } from '../http/openapi.js';
 import { assertMarketplaceAccess } from '../webhooks/webhook-access.js';
 import { acceptEvent, assertMaySendFor } from './accept-event.js';
+import { parseJsonKeepingNumbersExact, refuseInexactNumbers } from './exact-numbers.js';
 import { EventAccepted, EventBody, MarketplaceParams } from './event-schema.js';
 
 export const eventRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {
+  parseJsonKeepingNumbersExact(app);
   app.post(
     '/v1/:marketplace_code/events',
     {
       // Authentication before validation: an anonymous caller learns nothing about the body rules.
-      preValidation: authenticate(deps),
+      preValidation: [authenticate(deps), refuseInexactNumbers],
       schema: {
         tags: ['events'],
         summary: 'Accept an event and queue its notifications',
