@@ -43,6 +43,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
     '/api/v2/auth/login',
     {
       schema: {
+        operationId: 'login',
         tags: ['auth'],
         summary: 'Log in with user name and password',
         description: 'Returns an access token and a refresh token. 429 carries Retry-After and retry_after while a login limit cools down.',
@@ -60,6 +61,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
     '/api/v2/auth/refresh',
     {
       schema: {
+        operationId: 'refreshTokens',
         tags: ['auth'],
         summary: 'Rotate the refresh token',
         description: 'Revokes the presented refresh token (reason rotated) and returns a new pair. A revoked token presented again revokes every refresh token of the user.',
@@ -78,6 +80,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
     {
       preHandler: requireUser,
       schema: {
+        operationId: 'logout',
         tags: ['auth'],
         summary: 'End the current session',
         description: 'Revokes the refresh token of the session in the access token. The access token itself stays valid until it expires.',
@@ -96,6 +99,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
     {
       preHandler: requireUser,
       schema: {
+        operationId: 'revokeAllSessions',
         tags: ['auth'],
         summary: 'End every session of the user',
         security: [{ bearerAuth: [] }],

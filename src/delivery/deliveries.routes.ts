@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { FeatureDeps } from '../deps.js';
 import { authenticate, principalOf } from '../auth/authenticate.js';
 import { AppError, invalidField, notFound } from '../http/errors.js';
-import { problemResponses } from '../http/openapi.js';
+import { problemResponses, responseHeaders } from '../http/openapi.js';
 import { loadWebhookForPrincipal } from '../webhooks/webhook-access.js';
 import { findDelivery, listAttempts, listDeliveries, notifyDeliveryWorkers, requeueDelivery, requeueFailedSince } from './deliveries.repository.js';
 import { decodeCursor, encodeCursor } from './delivery-cursor.js';
@@ -35,12 +35,13 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
     {
       preValidation: auth,
       schema: {
+        operationId: 'listDeliveries',
         tags: ['deliveries'],
         summary: 'List a webhook\'s deliveries, newest first',
         security: [{ bearerAuth: [] }],
         params: WebhookParams,
         querystring: ListQuery,
-        response: { 200: DeliveryPage, ...problemResponses(400, 401, 404, 409) },
+        response: { 200: responseHeaders(DeliveryPage, 'Link'), ...problemResponses(400, 401, 404, 409) },
       },
     },
     async (request, reply) => {
@@ -69,6 +70,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
     {
       preValidation: auth,
       schema: {
+        operationId: 'getDelivery',
         tags: ['deliveries'],
         summary: 'One delivery with each of its attempts',
         security: [{ bearerAuth: [] }],
@@ -91,6 +93,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
     {
       preValidation: auth,
       schema: {
+        operationId: 'retryDelivery',
         tags: ['deliveries'],
         summary: 'Send a delivery again now',
         description: 'Allowed in every status but `delivering` (409). The delivery becomes pending and due now; its webhook-id stays the same.',
@@ -120,6 +123,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
     {
       preValidation: auth,
       schema: {
+        operationId: 'replayDeliveries',
         tags: ['deliveries'],
         summary: 'Send again the failed deliveries since a time',
         description: `Requeues the webhook's deliveries in status failed that were created at or after \`since\` (at most DELIVERY_REPLAY_MAX_DAYS, default 14, days back).`,

@@ -41,6 +41,7 @@ export const testNotificationRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = as
     {
       preHandler: authenticate(deps),
       schema: {
+        operationId: 'testWebhook',
         tags: ['webhooks'],
         summary: 'Send a signed test notification now',
         description: 'The body is `{"type":"webhook.test", marketplace_code, webhook_code, topic, sent_at}`, signed like every notification. The answer reports the outcome; nothing is stored.',

@@ -15,6 +15,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, d
       // Authentication before validation: an anonymous caller learns nothing about the body rules.
       preValidation: [authenticate(deps), refuseInexactNumbers],
       schema: {
+        operationId: 'postEvent',
         tags: ['events'],
         summary: 'Accept an event and queue its notifications',
         description:
