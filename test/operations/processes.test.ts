@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:net';
 import { after, describe, test } from 'node:test';
 import { createFreshDatabase, SHARED_POSTGRES_URL, type FreshDatabase } from '../support/databases.js';
+import { report } from '../support/plaza-api.js';
 import { freePort, killAllPlaza, runCli, sharedKeyEnv, startPlaza } from '../support/plaza-process.js';
 import { withDatabase } from '../../src/testing/test-database.js';
 
@@ -28,6 +29,7 @@ describe('plaza serve processes', () => {
     const metrics = await fetch(`${worker.metricsUrl}/metrics`);
     assert.equal(metrics.status, 200);
     const text = await metrics.text();
+    report('worker operations listener', { series: text.split('\n').filter((line) => line && !line.startsWith('#')).length });
     for (const name of ['process_cpu_user_seconds_total', 'nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes', 'plaza_deliveries_due', 'plaza_delivery_attempts_total{outcome="gone"} 0']) {
       assert.ok(text.includes(name), `${name} in the worker's metrics`);
     }
@@ -46,6 +48,7 @@ describe('plaza serve processes', () => {
 
   const refusal = async (env: Record<string, string>, cause: RegExp) => {
     const started = Date.now();
+    // HOST and PORT are set: the refusal must come before anything listens.
     const run = await runCli({ ...sharedKeyEnv(), HOST: '127.0.0.1', PORT: String(await freePort()), ...env }, ['serve']);
     const lines = run.stderr.trim().split('\n');
     assert.equal(run.code, 2, run.stderr);
@@ -58,6 +61,7 @@ describe('plaza serve processes', () => {
   test('DATABASE_URL with another scheme is refused at once, naming the variable', async () => {
     const elapsed = await refusal({ DATABASE_URL: 'mysql://root:hunter2@db/shop' }, /DATABASE_URL.*PostgreSQL URL.*mysql/);
     assert.ok(elapsed < 10_000, `refused in ${elapsed} ms, not after 30 s of retries`);
+    report('start-up refusal', { cause: 'DATABASE_URL=mysql://…', exit: 2, ms: elapsed });
   });
 
   test('a database that does not exist is named', async () => {
@@ -73,6 +77,7 @@ describe('plaza serve processes', () => {
     assert.equal(run.code, 2, run.stderr);
     assert.match(run.stderr.trim(), new RegExp(`^plaza: cannot listen on 127\\.0\\.0\\.1:${port}: the port is already in use`, 'm'));
     assert.doesNotMatch(run.stdout, /delivery worker started/);
+    report('start-up refusal', { cause: 'port in use', exit: run.code, line: run.stderr.trim().split('\n').at(-1) });
   });
 
   test('a retry schedule with an empty entry and an unknown log level are refused with the allowed values', async () => {
