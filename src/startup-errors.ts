@@ -5,6 +5,8 @@
  */
 export function describeStartupError(error: unknown): string | undefined {
   if (!(error instanceof Error)) return undefined;
+  // A wrapper without a code of its own (DatabaseUnavailableError): the cause says what happened.
+  if ((error as { code?: unknown }).code === undefined && error.cause instanceof Error) return describeStartupError(error.cause);
   const e = error as Error & { code?: string; address?: string; port?: number; syscall?: string };
   switch (e.code) {
     // PostgreSQL SQLSTATEs the server answers at connect time.
