@@ -12,11 +12,13 @@ import { systemClock } from './clock.js';
 import type { AppDeps, FeatureDeps } from './deps.js';
 import { registerOpenApi } from './http/openapi.js';
 import { registerProblemHandlers, sendFrameworkProblem, writeClientProblem } from './http/problem.js';
+import { defaultBodyLimit } from './http/body-limits.js';
 import { refuseDeepBodies } from './http/json-depth.js';
 import { trackAllowedMethods } from './http/method-not-allowed.js';
 import { registerResponseHeaders } from './http/response-headers.js';
 import { createTenantRateLimits } from './http/tenant-rate-limit.js';
 import { createValidatorCompiler } from './http/validation.js';
+import { parseTrustProxy, proxyTrustFunction } from './net/trusted-proxies.js';
 import { healthRoutes } from './http/health.routes.js';
 import { authRoutes } from './auth/auth.routes.js';
 import { productRoutes } from './products/products.routes.js';
@@ -26,6 +28,8 @@ import { deliveryRoutes } from './delivery/deliveries.routes.js';
 import { createMetrics } from './delivery/metrics.js';
 import { requestMetrics } from './http/request-metrics.js';
 import { testNotificationRoutes } from './delivery/test-notification.routes.js';
+import { portalLinkRoutes } from './portal/portal-links.routes.js';
+import { portalRoutes } from './portal/portal.routes.js';
 
 export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
 
@@ -55,9 +59,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   };
 
   const options: FastifyServerOptions = {
-    bodyLimit: config.BODY_LIMIT_BYTES,
-    // Trust exactly TRUST_PROXY hops of X-Forwarded-For; a client cannot spoof its way past them.
-    trustProxy: (_address: string, hop: number) => hop < config.TRUST_PROXY,
+    // Per route: src/http/body-limits.ts (event intake and login/refresh set their own).
+    bodyLimit: defaultBodyLimit(config),
+    // X-Forwarded-For counts only from the proxies TRUST_PROXY names (or its last n hops).
+    trustProxy: proxyTrustFunction(parseTrustProxy(config.TRUST_PROXY)),
     // A caller's X-Request-Id is kept when it is sane, so that logs join across services.
     genReqId: (request) => {
       const given = request.headers['x-request-id'];
@@ -93,5 +98,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(eventRoutes, feature);
   await app.register(deliveryRoutes, feature);
   await app.register(testNotificationRoutes, feature);
+  await app.register(portalLinkRoutes, feature);
+  await app.register(portalRoutes, feature);
   return app;
 }

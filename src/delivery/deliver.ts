@@ -14,6 +14,7 @@ import { nextRetryDelay, parseRetryAfter, parseRetrySchedule } from './retry-sch
 import { sendNotification, type SendResult } from './sender.js';
 import { createGuardedAgent } from './ssrf-guard.js';
 import { createHostBudget, postponeClaim, type HostBudget } from './host-budget.js';
+import { recordedHeaders } from './sent-headers.js';
 import { disableGoneWebhook, noteWebhookFailure, noteWebhookSuccess } from './webhook-health.js';
 
 export interface DelivererDeps {
@@ -104,7 +105,7 @@ export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDeli
   if (wait > 0) {
     const recorded = await postponeClaim(db, delivery.id, deliverer.workerId, new Date(startedAt.getTime() + wait * 1000), startedAt);
     logger?.debug({ deliveryId: delivery.id, waitSeconds: wait }, 'destination host over its send budget; delivery postponed');
-    const send = { statusCode: null, error: null, responseBody: null, retryAfter: undefined, durationMs: 0 };
+    const send = { statusCode: null, error: null, responseBody: null, retryAfter: undefined, durationMs: 0, requestHeaders: null };
     return { deliveryId: delivery.id, messageId: delivery.message_id, outcome: 'postponed', send, recorded };
   }
   let send: SendResult;
@@ -125,12 +126,13 @@ export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDeli
   } catch (error) {
     // Only our side can get here (a secret that does not decrypt): an attempt that failed, logged in full.
     logger?.error({ err: error, deliveryId: delivery.id }, 'cannot prepare a notification');
-    send = { statusCode: null, error: 'internal error preparing the notification', responseBody: null, retryAfter: undefined, durationMs: 0 };
+    send = { statusCode: null, error: 'internal error preparing the notification', responseBody: null, retryAfter: undefined, durationMs: 0, requestHeaders: null };
   }
 
   if (send.detail) logger?.info({ deliveryId: delivery.id, webhookId: delivery.webhook_id, error: send.error, detail: send.detail }, 'delivery attempt got no answer');
   const now = clock.now();
   const outcome = decideOutcome(deliverer, delivery.attempts + 1, send, now);
+  let autoDisabled = false;
   const recorded = await db.transaction(async (tx) => {
     const done = await completeAttempt(tx, {
       deliveryId: delivery.id,
@@ -141,15 +143,17 @@ export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDeli
       error: attemptError(send),
       // PostgreSQL text cannot hold NUL; a receiver's answer is for reading, not byte-exact.
       responseBody: send.responseBody?.replaceAll('\u0000', '\uFFFD') ?? null,
+      requestHeaders: recordedHeaders(send.requestHeaders),
       outcome,
       now,
     });
     if (!done) return false;
     if (outcome.kind === 'succeeded') await noteWebhookSuccess(tx, delivery.webhook_id, now);
-    else if (outcome.kind === 'gone') await disableGoneWebhook(tx, delivery.webhook_id, now);
-    else await noteWebhookFailure(tx, delivery.webhook_id, now, config.DELIVERY_DISABLE_AFTER_DAYS);
+    else if (outcome.kind === 'gone') autoDisabled = await disableGoneWebhook(tx, delivery.webhook_id, now);
+    else autoDisabled = await noteWebhookFailure(tx, delivery.webhook_id, now, config.DELIVERY_DISABLE_AFTER_DAYS);
     return true;
   });
+  if (recorded) logAttempt(logger, delivery, send, outcome, autoDisabled);
 
   metrics?.deliveryAttempts.inc({ outcome: outcome.kind });
   metrics?.attemptDuration.observe({ outcome: outcome.kind }, send.durationMs / 1000);
@@ -163,6 +167,18 @@ export function attemptError(send: Pick<SendResult, 'statusCode' | 'error'>): st
   if (send.error !== null) return send.error;
   if (send.statusCode !== null && (send.statusCode < 200 || send.statusCode >= 300)) return `HTTP ${send.statusCode}`;
   return null;
+}
+
+/**
+ * Failures are what an operator looks for, so they log at the default level: a failed attempt at
+ * info, a webhook the delivery disabled (410, or failing too long) at warn. Successes stay at debug.
+ */
+function logAttempt(logger: FastifyBaseLogger | undefined, delivery: ClaimedDelivery, send: SendResult, outcome: AttemptOutcome, disabled: boolean): void {
+  if (!logger || outcome.kind === 'succeeded') return;
+  const fields = { deliveryId: delivery.id, webhookId: delivery.webhook_id, attempt: delivery.attempts + 1, status: send.statusCode, error: send.error, outcome: outcome.kind };
+  logger.info(outcome.kind === 'retry' ? { ...fields, nextAttemptAt: outcome.nextAttemptAt.toISOString() } : fields, 'delivery attempt failed');
+  if (outcome.kind === 'gone' && disabled) logger.warn({ webhookId: delivery.webhook_id, deliveryId: delivery.id }, 'webhook disabled: the receiver answered 410 Gone');
+  else if (disabled) logger.warn({ webhookId: delivery.webhook_id, deliveryId: delivery.id }, 'webhook disabled: deliveries kept failing');
 }
 
 /**

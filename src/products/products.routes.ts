@@ -43,7 +43,7 @@ export const productRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
   app.get(
     '/api/v2/products',
     {
-      preHandler: authenticate(deps),
+      onRequest: authenticate(deps),
       schema: {
         operationId: 'getProducts',
         tags: ['products'],
