@@ -62,7 +62,7 @@ describe('delivery errors and automatic disables as the API shows them', () => {
     const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
     await ctx.db.query(`UPDATE webhooks SET failing_since = $2 WHERE id = $1`, [webhook.id, ctx.clock.now()]);
     ctx.clock.advanceSeconds(6 * 86_400);
-    assert.equal(await disableFailingWebhooks(ctx.db, ctx.clock.now(), 5), 1);
+    assert.equal((await disableFailingWebhooks(ctx.db, ctx.clock.now(), 5)).length, 1);
     const shown = await webhookOf(webhook.marketplaceCode, webhook.code);
     assert.equal(shown.disabled_reason, 'failing_too_long');
     assert.match(shown.disabled_message ?? '', /without one success/);
