@@ -9,6 +9,7 @@ import { serve, type Role } from './server.js';
 import { runAccountCommand } from './cli/account-commands.js';
 import { UsageError } from './cli/usage-error.js';
 import { runListenCommand } from './cli/listen.js';
+import { describeStartupError } from './startup-errors.js';
 
 const USAGE = `Usage: plaza <command>
 
@@ -66,6 +67,11 @@ main(process.argv.slice(2)).catch((error: unknown) => {
   if (error instanceof UsageError || error instanceof ConfigError || error instanceof EmbeddedServerBusyError || error instanceof EmbeddedUnavailableError) {
     console.error(`plaza: ${error.message}`);
     if (error instanceof UsageError && error.showUsage) console.error(`\n${USAGE}`);
+    process.exit(2);
+  }
+  const cause = describeStartupError(error);
+  if (cause) {
+    console.error(`plaza: ${cause}`);
     process.exit(2);
   }
   console.error(error);

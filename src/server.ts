@@ -9,6 +9,7 @@ import { migrate } from './db/migrate.js';
 import { openDatabase } from './db/open.js';
 import { startDeliveryWorker, type DeliveryWorker } from './delivery/worker.js';
 import { createMetrics } from './delivery/metrics.js';
+import { startOperationsListener } from './operations/operations-listener.js';
 import { loadKeys } from './keys.js';
 import { createLogger } from './logging.js';
 
@@ -49,10 +50,12 @@ export async function serve(config: Config, role: Role): Promise<void> {
   // One set of metrics, so that /metrics also shows this process's delivery attempts (role all).
   const metrics = createMetrics();
   const app = role === 'worker' ? undefined : await buildApp({ config, db, keys, logger, metrics });
+  // Ports first, worker last: a port in use must stop the start before anything has been sent.
+  if (app) await app.listen({ host: config.HOST, port: config.PORT });
+  const operations = await startOperationsListener({ config, db, clock: systemClock, metrics }, logger);
   let worker: DeliveryWorker | undefined;
   if (role !== 'api') worker = await startDeliveryWorker({ config, db, keys, clock: systemClock, logger, metrics });
-  if (app) await app.listen({ host: config.HOST, port: config.PORT });
-  logger.info({ role, database: config.DATABASE_URL ? 'external' : 'embedded', port: app ? config.PORT : undefined }, 'plaza started');
+  logger.info({ role, database: config.DATABASE_URL ? 'external' : 'embedded', port: app ? config.PORT : undefined, metricsPort: operations.port }, 'plaza started');
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -66,7 +69,7 @@ export async function serve(config: Config, role: Role): Promise<void> {
     deadline.unref();
     // Stop accepting first, let in-flight requests and sends finish, then close the database
     // (for the owner of the embedded server, that stops it: fast shutdown).
-    await Promise.allSettled([app?.close(), worker?.stop()]);
+    await Promise.allSettled([app?.close(), worker?.stop(), operations.close()]);
     await db.close();
     logger.info('stopped');
     process.exit(0);
@@ -84,7 +87,7 @@ async function migrateWhenReachable(db: Database, logger: pino.Logger): Promise<
       return;
     } catch (error) {
       if (!isUnavailable(error) || attempt >= 30) throw error;
-      logger.warn({ attempt }, 'database unreachable; retrying in 1 s');
+      logger.warn({ attempt, reason: (error as { code?: string }).code ?? (error as Error).message }, 'database unreachable; retrying in 1 s');
       await new Promise((resolve) => setTimeout(resolve, 1000));
     }
   }

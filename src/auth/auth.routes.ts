@@ -46,6 +46,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
     {
       bodyLimit: CREDENTIALS_BODY_LIMIT_BYTES,
       schema: {
+        operationId: 'login',
         tags: ['auth'],
         summary: 'Log in with user name and password',
         description: 'Returns an access token and a refresh token. 429 carries Retry-After and retry_after while a login limit cools down.',
@@ -64,6 +65,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
     {
       bodyLimit: CREDENTIALS_BODY_LIMIT_BYTES,
       schema: {
+        operationId: 'refreshTokens',
         tags: ['auth'],
         summary: 'Rotate the refresh token',
         description: 'Revokes the presented refresh token (reason rotated) and returns a new pair. A revoked token presented again revokes every refresh token of the user.',
@@ -82,6 +84,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
     {
       onRequest: requireUser,
       schema: {
+        operationId: 'logout',
         tags: ['auth'],
         summary: 'End the current session',
         description: 'Revokes the refresh token of the session in the access token. The access token itself stays valid until it expires.',
@@ -100,6 +103,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
     {
       onRequest: requireUser,
       schema: {
+        operationId: 'revokeAllSessions',
         tags: ['auth'],
         summary: 'End every session of the user',
         security: [{ bearerAuth: [] }],

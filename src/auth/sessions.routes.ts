@@ -31,6 +31,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
     '/api/v2/auth/sessions',
     {
       schema: {
+        operationId: 'listSessions',
         tags: ['auth'],
         summary: 'List the active sessions of the user',
         description: `Sessions that can still be refreshed, most recently used first (at most ${SESSION_LIST_LIMIT}).`,
@@ -56,6 +57,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
     '/api/v2/auth/sessions/:id',
     {
       schema: {
+        operationId: 'revokeSession',
         tags: ['auth'],
         summary: 'Revoke one session of the user',
         description: 'Revokes the session and its refresh token (reason session_revoked). Access tokens already issued stay valid until they expire.',

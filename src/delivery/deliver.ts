@@ -13,6 +13,7 @@ import type { Metrics } from './metrics.js';
 import { nextRetryDelay, parseRetryAfter, parseRetrySchedule } from './retry-schedule.js';
 import { sendNotification, type SendResult } from './sender.js';
 import { createGuardedAgent } from './ssrf-guard.js';
+import { createHostBudget, postponeClaim, type HostBudget } from './host-budget.js';
 import { recordedHeaders } from './sent-headers.js';
 import { disableGoneWebhook, noteWebhookFailure, noteWebhookSuccess } from './webhook-health.js';
 
@@ -33,13 +34,16 @@ export interface Deliverer {
   readonly workerId: string;
   readonly agent: Agent;
   readonly schedule: number[];
+  /** Bytes per destination host (DELIVERY_HOST_BYTES_PER_SECOND); undefined when turned off. */
+  readonly hostBudget: HostBudget | undefined;
   close(): Promise<void>;
 }
 
 export interface DeliveryResult {
   deliveryId: number;
   messageId: string;
-  outcome: AttemptOutcome['kind'];
+  /** `postponed`: the host was over its send budget; nothing was sent or counted as an attempt. */
+  outcome: AttemptOutcome['kind'] | 'postponed';
   send: SendResult;
   /** False when the lease was lost meanwhile (another worker took over, or the webhook was deleted). */
   recorded: boolean;
@@ -61,6 +65,7 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     workerId: deps.workerId ?? newWorkerId(),
     agent,
     schedule: parseRetrySchedule(config.DELIVERY_RETRY_SCHEDULE),
+    hostBudget: createHostBudget(config),
     close: () => agent.close(),
   };
 }
@@ -96,6 +101,13 @@ export function claim(deliverer: Deliverer, limit: number): Promise<ClaimedDeliv
 export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDelivery, signal?: AbortSignal): Promise<DeliveryResult> {
   const { config, db, clock, keys, metrics, logger } = deliverer.deps;
   const startedAt = clock.now();
+  const wait = deliverer.hostBudget?.take(delivery.callback_url, Buffer.byteLength(delivery.body), startedAt.getTime()) ?? 0;
+  if (wait > 0) {
+    const recorded = await postponeClaim(db, delivery.id, deliverer.workerId, new Date(startedAt.getTime() + wait * 1000), startedAt);
+    logger?.debug({ deliveryId: delivery.id, waitSeconds: wait }, 'destination host over its send budget; delivery postponed');
+    const send = { statusCode: null, error: null, responseBody: null, retryAfter: undefined, durationMs: 0, requestHeaders: null };
+    return { deliveryId: delivery.id, messageId: delivery.message_id, outcome: 'postponed', send, recorded };
+  }
   let send: SendResult;
   try {
     send = await sendNotification(
@@ -117,6 +129,7 @@ export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDeli
     send = { statusCode: null, error: 'internal error preparing the notification', responseBody: null, retryAfter: undefined, durationMs: 0, requestHeaders: null };
   }
 
+  if (send.detail) logger?.info({ deliveryId: delivery.id, webhookId: delivery.webhook_id, error: send.error, detail: send.detail }, 'delivery attempt got no answer');
   const now = clock.now();
   const outcome = decideOutcome(deliverer, delivery.attempts + 1, send, now);
   let autoDisabled = false;
@@ -127,7 +140,7 @@ export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDeli
       startedAt,
       durationMs: send.durationMs,
       statusCode: send.statusCode,
-      error: send.error,
+      error: attemptError(send),
       // PostgreSQL text cannot hold NUL; a receiver's answer is for reading, not byte-exact.
       responseBody: send.responseBody?.replaceAll('\u0000', '\uFFFD') ?? null,
       requestHeaders: recordedHeaders(send.requestHeaders),
@@ -147,6 +160,13 @@ export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDeli
   if (recorded && outcome.kind !== 'retry') metrics?.deliveriesCompleted.inc({ outcome: outcome.kind === 'succeeded' ? 'succeeded' : 'failed' });
   logger?.debug({ deliveryId: delivery.id, status: send.statusCode, error: send.error, outcome: outcome.kind, recorded }, 'delivery attempt');
   return { deliveryId: delivery.id, messageId: delivery.message_id, outcome: outcome.kind, send, recorded };
+}
+
+/** What last_error and the attempt's error say: the transport's reason, or the status that was not 2xx. */
+export function attemptError(send: Pick<SendResult, 'statusCode' | 'error'>): string | null {
+  if (send.error !== null) return send.error;
+  if (send.statusCode !== null && (send.statusCode < 200 || send.statusCode >= 300)) return `HTTP ${send.statusCode}`;
+  return null;
 }
 
 /**

@@ -26,8 +26,10 @@ export interface Notification {
 export interface SendResult {
   /** The HTTP status, when the receiver answered. */
   statusCode: number | null;
-  /** Why no status (timeout, refused address, connection error). */
+  /** Why no status (timeout, destination_blocked, dns_failure, connection error): shown to the tenant. */
   error: string | null;
+  /** The full cause when there is no status, for the server log only: it may name internal addresses. */
+  detail?: string;
   /** The first RESPONSE_BODY_LIMIT bytes of the answer, as text. */
   responseBody: string | null;
   retryAfter: string | undefined;
@@ -94,7 +96,7 @@ export async function sendNotification(dispatcher: Dispatcher, notification: Not
   } catch (error) {
     if (timeout.aborted) return failure(`timeout after ${timeoutMs} ms`);
     if (signal?.aborted) return failure('aborted: worker shutting down');
-    return failure(describeError(error));
+    return { ...failure(describeError(error)), detail: error instanceof Error ? error.message : String(error) };
   }
 }
 
@@ -111,11 +113,16 @@ async function readPrefix(body: Dispatcher.ResponseData['body'], limit: number):
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/** A short, safe reason: our own errors as they are, network errors by code. */
+/**
+ * A short reason a tenant may read. The SSRF guard's refusals become bare codes: their messages
+ * name the addresses a host resolved to and their ranges, which would map the internal network
+ * for anyone who can set a callback URL. The message goes to the server log (SendResult.detail).
+ */
 function describeError(error: unknown): string {
   if (!(error instanceof Error)) return 'request failed';
   const code = (error as NodeJS.ErrnoException).code;
-  if (code === 'PLAZA_BLOCKED_ADDRESS' || code === 'PLAZA_DNS_FAILED') return error.message;
+  if (code === 'PLAZA_BLOCKED_ADDRESS') return 'destination_blocked';
+  if (code === 'PLAZA_DNS_FAILED') return 'dns_failure';
   if (code === 'UND_ERR_CONNECT_TIMEOUT') return 'connect timeout';
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return 'timeout waiting for the response';
   if (code === 'UND_ERR_SOCKET') return 'connection closed by the receiver';

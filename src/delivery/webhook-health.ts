@@ -1,4 +1,8 @@
 import type { Queryable } from '../db/database.js';
+import type { DisabledReason } from '../webhooks/disabled-reasons.js';
+
+const GONE: DisabledReason = 'receiver_gone';
+const FAILING: DisabledReason = 'failing_too_long';
 
 /**
  * The state a webhook keeps about its receiver: when it last succeeded and since when it has been
@@ -24,10 +28,13 @@ export async function noteWebhookFailure(db: Queryable, webhookId: number, now: 
             disabled_reason = CASE WHEN active AND coalesce(failing_since, $2) <= $2::timestamptz - make_interval(days => $3)
                                    THEN $4 ELSE disabled_reason END,
             disabled_at = CASE WHEN active AND coalesce(failing_since, $2) <= $2::timestamptz - make_interval(days => $3)
-                               THEN $2 ELSE disabled_at END
+                               THEN $2 ELSE disabled_at END,
+            -- A disable is a change a client polls for: updated_at moves with it (not on the failing_since bookkeeping).
+            updated_at = CASE WHEN active AND coalesce(failing_since, $2) <= $2::timestamptz - make_interval(days => $3)
+                              THEN $2 ELSE updated_at END
       WHERE id = $1 AND (failing_since IS NULL OR (active AND failing_since <= $2::timestamptz - make_interval(days => $3)))
       RETURNING (NOT active AND disabled_reason = $4 AND disabled_at = $2) AS disabled`,
-    [webhookId, now, disableAfterDays, failingReason(disableAfterDays)],
+    [webhookId, now, disableAfterDays, FAILING],
   );
   return rows[0]?.disabled === true;
 }
@@ -35,9 +42,9 @@ export async function noteWebhookFailure(db: Queryable, webhookId: number, now: 
 /** The receiver answered 410 Gone: it asked for no more notifications. */
 export async function disableGoneWebhook(db: Queryable, webhookId: number, now: Date): Promise<boolean> {
   const { rowCount } = await db.query(
-    `UPDATE webhooks SET active = false, disabled_reason = $3, disabled_at = $2, failing_since = coalesce(failing_since, $2)
+    `UPDATE webhooks SET active = false, disabled_reason = $3, disabled_at = $2, updated_at = $2, failing_since = coalesce(failing_since, $2)
       WHERE id = $1 AND active`,
-    [webhookId, now, 'The receiver answered 410 Gone.'],
+    [webhookId, now, GONE],
   );
   return rowCount > 0;
 }
@@ -45,14 +52,10 @@ export async function disableGoneWebhook(db: Queryable, webhookId: number, now: 
 /** Disables every webhook failing for longer than the limit (deliveries may be waiting hours between retries). */
 export async function disableFailingWebhooks(db: Queryable, now: Date, disableAfterDays: number): Promise<{ id: number; marketplace_code: string; code: string }[]> {
   const { rows } = await db.query<{ id: number; marketplace_code: string; code: string }>(
-    `UPDATE webhooks SET active = false, disabled_reason = $3, disabled_at = $1
+    `UPDATE webhooks SET active = false, disabled_reason = $3, disabled_at = $1, updated_at = $1
       WHERE active AND failing_since <= $1::timestamptz - make_interval(days => $2)
       RETURNING id, marketplace_code, code`,
-    [now, disableAfterDays, failingReason(disableAfterDays)],
+    [now, disableAfterDays, FAILING],
   );
   return rows;
-}
-
-function failingReason(days: number): string {
-  return `Deliveries failed for ${days} days without a success.`;
 }

@@ -85,7 +85,7 @@ export function toAppError(error: FastifyError | Error, retryAfterSeconds: numbe
   return new AppError('internal_error', 'The operation failed. The request id identifies it in the logs.');
 }
 
-export function registerProblemHandlers(app: FastifyInstance, retryAfterSeconds: number): void {
+export function registerProblemHandlers(app: FastifyInstance, retryAfterSeconds: number, allowedMethods: (path: string) => string[] = () => []): void {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const appError = toAppError(error, retryAfterSeconds);
     if (appError.status >= 500) {
@@ -96,9 +96,14 @@ export function registerProblemHandlers(app: FastifyInstance, retryAfterSeconds:
     }
     return sendProblem(reply, appError);
   });
-  app.setNotFoundHandler((request, reply) =>
-    sendProblem(reply, new AppError('not_found', `No route for ${request.method} ${request.url.split('?')[0]}.`)),
-  );
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0]!;
+    const allowed = allowedMethods(path);
+    if (allowed.length > 0) {
+      return sendProblem(reply, new AppError('method_not_allowed', `${path} does not support ${request.method}; it supports ${allowed.join(', ')}.`, { headers: { allow: allowed.join(', ') } }));
+    }
+    return sendProblem(reply, new AppError('not_found', `No route for ${request.method} ${path}.`));
+  });
 }
 
 /**
