@@ -1,4 +1,6 @@
 import type { Queryable } from '../db/database.js';
+import { dbNow } from './database-clock.js';
+import { allocateSlots, type DueWebhook, type TenantLoad } from './fair-share.js';
 
 /** A delivery this worker holds a lease on, with what it needs to send it. */
 export interface ClaimedDelivery {
@@ -17,49 +19,133 @@ export interface ClaimedDelivery {
 
 export interface ClaimOptions {
   workerId: string;
-  now: Date;
+  /** Milliseconds between the injected clock and the database's (0 in production; see database-clock.ts). */
+  clockOffsetMs: number;
   leaseSeconds: number;
   /** How many deliveries this worker may take now (its free slots). */
   limit: number;
+  /** This worker's slots in all (DELIVERY_CONCURRENCY). */
+  concurrency: number;
   /** At most this many deliveries of one webhook in flight, over all workers. */
   perWebhookLimit: number;
+  /** DELIVERY_TENANT_SHARE. */
+  tenantShare: number;
+  /** The tenant the worker's previous claim ended on; the round-robin resumes after it. */
+  afterTenant?: string;
+}
+
+export interface ClaimResult {
+  deliveries: ClaimedDelivery[];
+  lastTenant?: string;
 }
 
 /**
- * Claims due deliveries in ONE statement, so that two workers never hold the same row:
- * - due: pending with next_attempt_at reached, or delivering with an expired lease (its worker died;
- *   a claimed row's next_attempt_at is always in the past);
- * - per-entity order: not while an earlier delivery of the same webhook and entity is unfinished;
- * - isolation: per webhook, what is already in flight (live leases) plus what is taken now stays within
- *   perWebhookLimit, so one slow receiver cannot fill the worker's pool; each webhook's due rows are
- *   walked in due order through an index and only as far as its free room (cost per claim grows with
- *   the number of webhooks with due work, not with the backlog);
- * - inactive (disabled) webhooks are not sent to; their deliveries wait for a re-enable;
- * - FOR UPDATE SKIP LOCKED: rows another worker is claiming right now are skipped, not waited for, and
- *   the due condition is checked again on the locked row.
+ * The one place that says which deliveries a worker may send: waiting (`pending`), due, of an
+ * active webhook. Expired leases are turned back into `pending` first (recoverExpiredLeases).
  */
-export async function claimDueDeliveries(db: Queryable, options: ClaimOptions): Promise<ClaimedDelivery[]> {
-  if (options.limit <= 0) return [];
+const CLAIMABLE = `d.status = 'pending' AND d.next_attempt_at <= ${dbNow(1)}`;
+
+/**
+ * Claims due deliveries fairly, in three statements whose cost does not depend on the size of the
+ * backlog nor on webhooks without waiting work:
+ * 1. expired leases go back to `pending` (index on lease_expires_at of `delivering` rows);
+ * 2. the webhooks with due work, found by a skip scan of deliveries_pending_webhook_due (one index
+ *    probe per webhook that has waiting rows, then at most perWebhookLimit rows each), and the live
+ *    leases per webhook and tenant (in-flight rows only: a few hundred at most);
+ * 3. fair-share.ts turns that into a number of rows per webhook, and one statement takes them:
+ *    per webhook, its due rows in due order, through the same index, skipping rows another worker
+ *    has locked (SKIP LOCKED below the LIMIT: a locked row is replaced by the next one, so workers
+ *    claiming at the same moment each fill their slots instead of dropping what the other holds).
+ * Per-entity order: a row is not taken while an earlier delivery of the same webhook and entity
+ * key is unfinished (pending or delivering).
+ */
+export async function claimDueDeliveries(db: Queryable, options: ClaimOptions): Promise<ClaimResult> {
+  if (options.limit <= 0) return { deliveries: [] };
+  await recoverExpiredLeases(db, options.clockOffsetMs);
+  const { webhooks, loads, workers } = await readDueWork(db, options);
+  const { quotas, last } = allocateSlots(webhooks, loads, {
+    free: options.limit,
+    concurrency: options.concurrency,
+    workers,
+    share: options.tenantShare,
+    perWebhookLimit: options.perWebhookLimit,
+    after: options.afterTenant,
+  });
+  if (quotas.size === 0) return { deliveries: [] };
+  const deliveries = await takeRows(db, options, quotas);
+  return { deliveries, lastTenant: last };
+}
+
+/** A lease past its expiry means its worker died or stalled: the row is due again for anyone. */
+async function recoverExpiredLeases(db: Queryable, clockOffsetMs: number): Promise<void> {
+  await db.query(
+    `UPDATE deliveries d SET status = 'pending', leased_by = NULL, lease_expires_at = NULL
+      WHERE d.status = 'delivering' AND d.lease_expires_at <= ${dbNow(1)}`,
+    [clockOffsetMs],
+  );
+}
+
+async function readDueWork(db: Queryable, options: ClaimOptions): Promise<{ webhooks: DueWebhook[]; loads: Map<string, TenantLoad>; workers: number }> {
+  // A recursive CTE is PostgreSQL's skip scan: each step is one probe of the index for the next
+  // webhook id with waiting rows. Per webhook found, its due rows are counted up to the
+  // per-webhook limit only (a long backlog is never counted in full).
+  const due = await db.query<{ webhook_id: number; tenant: string; due: number; in_flight: number }>(
+    `WITH RECURSIVE waiting(webhook_id) AS (
+       (SELECT d.webhook_id FROM deliveries d WHERE d.status = 'pending' ORDER BY d.webhook_id LIMIT 1)
+       UNION ALL
+       SELECT (SELECT d.webhook_id FROM deliveries d WHERE d.status = 'pending' AND d.webhook_id > w.webhook_id ORDER BY d.webhook_id LIMIT 1)
+         FROM waiting w WHERE w.webhook_id IS NOT NULL
+     )
+     SELECT h.id AS webhook_id, h.tenant_kind || ':' || h.tenant_id AS tenant, due.n AS due,
+            (SELECT count(*)::int FROM deliveries f
+              WHERE f.webhook_id = h.id AND f.status = 'delivering' AND f.lease_expires_at > ${dbNow(1)}) AS in_flight
+       FROM waiting w
+       JOIN webhooks h ON h.id = w.webhook_id AND h.active
+      CROSS JOIN LATERAL (
+        SELECT count(*)::int AS n, min(s.next_attempt_at) AS first_due FROM (
+          SELECT d.next_attempt_at FROM deliveries d
+           WHERE d.webhook_id = h.id AND ${CLAIMABLE}
+           ORDER BY d.next_attempt_at LIMIT $2) s
+      ) due
+      WHERE due.n > 0
+      ORDER BY due.first_due, h.id`,
+    [options.clockOffsetMs, options.perWebhookLimit],
+  );
+  const leases = await db.query<{ tenant: string; leased_by: string; n: number }>(
+    `SELECT h.tenant_kind || ':' || h.tenant_id AS tenant, d.leased_by, count(*)::int AS n
+       FROM deliveries d JOIN webhooks h ON h.id = d.webhook_id
+      WHERE d.status = 'delivering' AND d.lease_expires_at > ${dbNow(1)}
+      GROUP BY 1, 2`,
+    [options.clockOffsetMs],
+  );
+  const loads = new Map<string, TenantLoad>();
+  const workers = new Set<string>([options.workerId]);
+  for (const row of leases.rows) {
+    const load = loads.get(row.tenant) ?? { total: 0, mine: 0 };
+    load.total += row.n;
+    if (row.leased_by === options.workerId) load.mine += row.n;
+    loads.set(row.tenant, load);
+    workers.add(row.leased_by);
+  }
+  return {
+    webhooks: due.rows.map((row) => ({ webhookId: row.webhook_id, tenant: row.tenant, due: row.due, inFlight: row.in_flight })),
+    loads,
+    workers: workers.size,
+  };
+}
+
+async function takeRows(db: Queryable, options: ClaimOptions, quotas: Map<number, number>): Promise<ClaimedDelivery[]> {
   const { rows } = await db.query<ClaimedDelivery>(
-    `WITH room AS (
-       SELECT w.id AS webhook_id,
-              $5 - (SELECT count(*) FROM deliveries f
-                     WHERE f.webhook_id = w.id AND f.status = 'delivering' AND f.lease_expires_at > $1) AS free
-         FROM webhooks w
-        WHERE w.active
-          AND EXISTS (SELECT 1 FROM deliveries x
-                       WHERE x.webhook_id = w.id AND x.status IN ('pending', 'delivering') AND x.next_attempt_at <= $1)
+    `WITH quota AS (
+       SELECT * FROM unnest($2::bigint[], $3::int[]) AS q(webhook_id, n)
      ),
-     picked AS (
+     locked AS (
        SELECT c.id
-         FROM room r
+         FROM quota q
         CROSS JOIN LATERAL (
-          SELECT d.id, d.next_attempt_at
-            FROM deliveries d
-           WHERE d.webhook_id = r.webhook_id
-             AND d.status IN ('pending', 'delivering')
-             AND d.next_attempt_at <= $1
-             AND (d.status = 'pending' OR d.lease_expires_at <= $1)
+          SELECT d.id FROM deliveries d
+           WHERE d.webhook_id = q.webhook_id
+             AND ${CLAIMABLE}
              AND NOT EXISTS (
                    SELECT 1 FROM deliveries earlier
                     WHERE earlier.webhook_id = d.webhook_id
@@ -67,93 +153,30 @@ export async function claimDueDeliveries(db: Queryable, options: ClaimOptions): 
                       AND earlier.id < d.id
                       AND earlier.status IN ('pending', 'delivering'))
            ORDER BY d.next_attempt_at, d.id
-           LIMIT greatest(r.free, 0)
+           LIMIT q.n
+           FOR UPDATE OF d SKIP LOCKED
         ) c
-        ORDER BY c.next_attempt_at, c.id
-        LIMIT $4
-     ),
-     locked AS (
-       SELECT d.id
-         FROM deliveries d
-        WHERE d.id IN (SELECT id FROM picked)
-          AND d.next_attempt_at <= $1
-          AND (d.status = 'pending' OR (d.status = 'delivering' AND d.lease_expires_at <= $1))
-        FOR UPDATE SKIP LOCKED
      )
      UPDATE deliveries d
         SET status = 'delivering',
-            leased_by = $2,
-            lease_expires_at = $1::timestamptz + make_interval(secs => $3),
-            updated_at = $1
+            leased_by = $4,
+            lease_expires_at = ${dbNow(1)} + make_interval(secs => $5),
+            updated_at = ${dbNow(1)}
        FROM locked, webhooks w, events e
       WHERE d.id = locked.id AND w.id = d.webhook_id AND e.id = d.event_id
      RETURNING d.id, d.message_id, d.webhook_id, d.attempts, w.callback_url, w.headers,
                w.secret_encrypted, w.previous_secret_encrypted, w.previous_secret_expires_at, e.body::text AS body`,
-    [options.now, options.workerId, options.leaseSeconds, options.limit, options.perWebhookLimit],
+    [options.clockOffsetMs, [...quotas.keys()], [...quotas.values()], options.workerId, options.leaseSeconds],
   );
   return rows.sort((a, b) => a.id - b.id);
 }
 
-export type AttemptOutcome =
-  | { kind: 'succeeded' }
-  | { kind: 'retry'; nextAttemptAt: Date }
-  | { kind: 'failed' }
-  /** The receiver answered 410 Gone: the delivery fails and the webhook is disabled. */
-  | { kind: 'gone' };
-
-export interface AttemptRecord {
-  deliveryId: number;
-  workerId: string;
-  startedAt: Date;
-  durationMs: number;
-  statusCode: number | null;
-  error: string | null;
-  responseBody: string | null;
-  outcome: AttemptOutcome;
-  now: Date;
-}
-
-/**
- * Records one attempt and moves the delivery on, in one statement that does nothing unless this
- * worker still holds the lease: a worker whose lease expired (another took the delivery) or whose
- * delivery was deleted with its webhook changes nothing. Returns whether it was recorded.
- */
-export async function completeAttempt(db: Queryable, record: AttemptRecord): Promise<boolean> {
-  const { outcome } = record;
-  const status = outcome.kind === 'retry' ? 'pending' : outcome.kind === 'succeeded' ? 'succeeded' : 'failed';
-  const nextAttemptAt = outcome.kind === 'retry' ? outcome.nextAttemptAt : null;
-  const { rows } = await db.query<{ id: number }>(
-    `WITH moved AS (
-       UPDATE deliveries
-          SET status = $3,
-              attempts = attempts + 1,
-              last_status_code = $4,
-              last_error = $5,
-              next_attempt_at = coalesce($6, next_attempt_at),
-              completed_at = CASE WHEN $3 = 'pending' THEN NULL ELSE $7::timestamptz END,
-              leased_by = NULL,
-              lease_expires_at = NULL,
-              updated_at = $7
-        WHERE id = $1 AND leased_by = $2 AND status = 'delivering'
-        RETURNING id, attempts
-     )
-     INSERT INTO delivery_attempts (delivery_id, attempt, started_at, duration_ms, status_code, error, response_body)
-     SELECT id, attempts, $8, $9, $4, $5, $10 FROM moved
-     RETURNING delivery_id AS id`,
-    [
-      record.deliveryId, record.workerId, status, record.statusCode, record.error, nextAttemptAt, record.now,
-      record.startedAt, record.durationMs, record.responseBody,
-    ],
-  );
-  return rows.length > 0;
-}
-
 /** Gives this worker's remaining claims back (shutdown): due again at once for any worker. */
-export async function releaseClaims(db: Queryable, workerId: string, now: Date): Promise<number> {
+export async function releaseClaims(db: Queryable, workerId: string, clockOffsetMs: number): Promise<number> {
   const { rowCount } = await db.query(
-    `UPDATE deliveries SET status = 'pending', leased_by = NULL, lease_expires_at = NULL, updated_at = $2
+    `UPDATE deliveries SET status = 'pending', leased_by = NULL, lease_expires_at = NULL, updated_at = ${dbNow(2)}
       WHERE leased_by = $1 AND status = 'delivering'`,
-    [workerId, now],
+    [workerId, clockOffsetMs],
   );
   return rowCount;
 }

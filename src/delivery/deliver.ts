@@ -8,12 +8,14 @@ import type { Database } from '../db/database.js';
 import type { Keys } from '../keys.js';
 import { parseNetworks } from '../net/address-policy.js';
 import { decryptSecret, secretKeyBytes } from '../webhooks/secret-box.js';
-import { claimDueDeliveries, completeAttempt, type AttemptOutcome, type ClaimedDelivery } from './claim.js';
+import { claimDueDeliveries, type ClaimedDelivery } from './claim.js';
+import type { AttemptOutcome } from './complete.js';
+import { CompletionBatcher } from './completion-batcher.js';
+import { clockOffsetMs } from './database-clock.js';
 import type { Metrics } from './metrics.js';
 import { nextRetryDelay, parseRetryAfter, parseRetrySchedule } from './retry-schedule.js';
 import { sendNotification, type SendResult } from './sender.js';
 import { createGuardedAgent } from './ssrf-guard.js';
-import { disableGoneWebhook, noteWebhookFailure, noteWebhookSuccess } from './webhook-health.js';
 
 export interface DelivererDeps {
   config: Config;
@@ -32,6 +34,9 @@ export interface Deliverer {
   readonly workerId: string;
   readonly agent: Agent;
   readonly schedule: number[];
+  readonly completions: CompletionBatcher;
+  /** Where the round-robin over tenants resumes at the next claim. */
+  lastTenant?: string;
   close(): Promise<void>;
 }
 
@@ -55,11 +60,19 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     connectTimeoutMs: config.DELIVERY_CONNECT_TIMEOUT_MS,
     responseTimeoutMs: config.DELIVERY_TIMEOUT_MS,
   });
+  const workerId = deps.workerId ?? newWorkerId();
+  const completions = new CompletionBatcher(
+    deps.db,
+    deps.clock,
+    { workerId, disableAfterDays: config.DELIVERY_DISABLE_AFTER_DAYS },
+    config.DELIVERY_COMPLETION_BATCH,
+  );
   return {
     deps,
-    workerId: deps.workerId ?? newWorkerId(),
+    workerId,
     agent,
     schedule: parseRetrySchedule(config.DELIVERY_RETRY_SCHEDULE),
+    completions,
     close: () => agent.close(),
   };
 }
@@ -80,20 +93,25 @@ export async function deliverDue(deliverer: Deliverer, limit = deliverer.deps.co
   return Promise.all(claimed.map((delivery) => deliverClaimed(deliverer, delivery)));
 }
 
-export function claim(deliverer: Deliverer, limit: number): Promise<ClaimedDelivery[]> {
+export async function claim(deliverer: Deliverer, limit: number): Promise<ClaimedDelivery[]> {
   const { config, db, clock } = deliverer.deps;
-  return claimDueDeliveries(db, {
+  const { deliveries, lastTenant } = await claimDueDeliveries(db, {
     workerId: deliverer.workerId,
-    now: clock.now(),
+    clockOffsetMs: clockOffsetMs(clock),
     leaseSeconds: config.DELIVERY_LEASE_SECONDS,
     limit,
+    concurrency: config.DELIVERY_CONCURRENCY,
     perWebhookLimit: config.DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK,
+    tenantShare: config.DELIVERY_TENANT_SHARE,
+    afterTenant: deliverer.lastTenant,
   });
+  if (lastTenant !== undefined) deliverer.lastTenant = lastTenant;
+  return deliveries;
 }
 
 /** Sends one claimed delivery and records the attempt; never throws for a receiver's failure. */
 export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDelivery, signal?: AbortSignal): Promise<DeliveryResult> {
-  const { config, db, clock, keys, metrics, logger } = deliverer.deps;
+  const { config, clock, keys, metrics, logger } = deliverer.deps;
   const startedAt = clock.now();
   let send: SendResult;
   try {
@@ -116,26 +134,16 @@ export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDeli
     send = { statusCode: null, error: 'internal error preparing the notification', responseBody: null, retryAfter: undefined, durationMs: 0 };
   }
 
-  const now = clock.now();
-  const outcome = decideOutcome(deliverer, delivery.attempts + 1, send, now);
-  const recorded = await db.transaction(async (tx) => {
-    const done = await completeAttempt(tx, {
-      deliveryId: delivery.id,
-      workerId: deliverer.workerId,
-      startedAt,
-      durationMs: send.durationMs,
-      statusCode: send.statusCode,
-      error: send.error,
-      // PostgreSQL text cannot hold NUL; a receiver's answer is for reading, not byte-exact.
-      responseBody: send.responseBody?.replaceAll('\u0000', '\uFFFD') ?? null,
-      outcome,
-      now,
-    });
-    if (!done) return false;
-    if (outcome.kind === 'succeeded') await noteWebhookSuccess(tx, delivery.webhook_id, now);
-    else if (outcome.kind === 'gone') await disableGoneWebhook(tx, delivery.webhook_id, now);
-    else await noteWebhookFailure(tx, delivery.webhook_id, now, config.DELIVERY_DISABLE_AFTER_DAYS);
-    return true;
+  const outcome = decideOutcome(deliverer, delivery.attempts + 1, send, clock.now());
+  const recorded = await deliverer.completions.complete({
+    deliveryId: delivery.id,
+    webhookId: delivery.webhook_id,
+    startedAt,
+    durationMs: send.durationMs,
+    statusCode: send.statusCode,
+    error: send.error,
+    responseBody: send.responseBody,
+    outcome,
   });
 
   metrics?.deliveryAttempts.inc({ outcome: outcome.kind });
@@ -161,5 +169,5 @@ export function decideOutcome(deliverer: Pick<Deliverer, 'deps' | 'schedule'>, a
     const asked = parseRetryAfter(send.retryAfter, now, config.DELIVERY_RETRY_AFTER_MAX_SECONDS);
     if (asked !== undefined) delay = asked;
   }
-  return { kind: 'retry', nextAttemptAt: new Date(now.getTime() + delay) };
+  return { kind: 'retry', delayMs: delay };
 }

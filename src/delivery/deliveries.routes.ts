@@ -5,6 +5,7 @@ import { authenticate, principalOf } from '../auth/authenticate.js';
 import { AppError, invalidField, notFound } from '../http/errors.js';
 import { problemResponses } from '../http/openapi.js';
 import { loadWebhookForPrincipal } from '../webhooks/webhook-access.js';
+import { clockOffsetMs } from './database-clock.js';
 import { findDelivery, listAttempts, listDeliveries, notifyDeliveryWorkers, requeueDelivery, requeueFailedSince } from './deliveries.repository.js';
 import { decodeCursor, encodeCursor } from './delivery-cursor.js';
 import {
@@ -102,7 +103,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
     async (request, reply) => {
       const webhook = await webhookOf(request, request.params);
       const outcome = await db.transaction(async (tx) => {
-        const result = await requeueDelivery(tx, webhook.id, request.params.id, clock.now());
+        const result = await requeueDelivery(tx, webhook.id, request.params.id, clockOffsetMs(clock));
         if (result === 'queued') await notifyDeliveryWorkers(tx);
         return result;
       });
@@ -135,7 +136,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
       const earliest = now.getTime() - config.DELIVERY_REPLAY_MAX_DAYS * 86_400_000;
       if (since.getTime() < earliest) throw invalidField('body.since', `must be at most ${config.DELIVERY_REPLAY_MAX_DAYS} days back`);
       const replayed = await db.transaction(async (tx) => {
-        const count = await requeueFailedSince(tx, webhook.id, since, now);
+        const count = await requeueFailedSince(tx, webhook.id, since, clockOffsetMs(clock));
         if (count > 0) await notifyDeliveryWorkers(tx);
         return count;
       });

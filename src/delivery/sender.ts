@@ -1,17 +1,12 @@
 import type { Dispatcher } from 'undici';
 import { request } from 'undici';
 import { packageVersion } from '../paths.js';
+import { isReservedHeader } from '../webhooks/reserved-headers.js';
 import { signatureHeader } from './signature.js';
 
 export const RESPONSE_BODY_LIMIT = 4096;
 
 export const USER_AGENT = `Plaza/${packageVersion}`;
-
-/** Headers a webhook's own headers may not set: the transport's and the signature's own. */
-const RESERVED_HEADERS = new Set([
-  'host', 'content-length', 'content-type', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'expect', 'te', 'trailer',
-  'user-agent', 'webhook-id', 'webhook-timestamp', 'webhook-signature', 'proxy-authorization', 'proxy-connection',
-]);
 
 export interface Notification {
   url: string;
@@ -38,7 +33,7 @@ export function notificationHeaders(notification: Notification): Record<string, 
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(notification.headers)) {
     const lower = name.toLowerCase();
-    if (!RESERVED_HEADERS.has(lower)) headers[lower] = value;
+    if (!isReservedHeader(lower)) headers[lower] = value;
   }
   headers['content-type'] = 'application/json';
   headers['user-agent'] = USER_AGENT;

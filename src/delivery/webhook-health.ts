@@ -1,40 +1,47 @@
 import type { Queryable } from '../db/database.js';
+import { dbNow } from './database-clock.js';
 
 /**
  * The state a webhook keeps about its receiver: when it last succeeded and since when it has been
  * failing without a success. A webhook failing for DELIVERY_DISABLE_AFTER_DAYS is disabled, so that
  * a receiver gone for good stops costing retries; PATCH {active: true} turns it back on.
  */
-// These run once per attempt, on the few rows of the busiest webhooks: they write only when the
-// state changes (or last_success_at is a minute old), not on every notification.
-export async function noteWebhookSuccess(db: Queryable, webhookId: number, now: Date): Promise<void> {
+// These run once per batch of completions, on the webhooks of that batch: they write only when the
+// state changes (or last_success_at is a minute old), not on every notification. Times come from
+// the database clock (database-clock.ts); the caller already holds the webhooks' rows (lockWebhooks).
+export async function noteWebhookSuccess(db: Queryable, webhookIds: readonly number[], clockOffsetMs: number): Promise<void> {
+  if (webhookIds.length === 0) return;
   await db.query(
-    `UPDATE webhooks SET last_success_at = $2, failing_since = NULL
-      WHERE id = $1 AND (failing_since IS NOT NULL OR last_success_at IS NULL OR last_success_at < $2::timestamptz - interval '1 minute')`,
-    [webhookId, now],
+    `UPDATE webhooks SET last_success_at = ${dbNow(2)}, failing_since = NULL
+      WHERE id = ANY($1::bigint[]) AND (failing_since IS NOT NULL OR last_success_at IS NULL OR last_success_at < ${dbNow(2)} - interval '1 minute')`,
+    [webhookIds, clockOffsetMs],
   );
 }
 
-export async function noteWebhookFailure(db: Queryable, webhookId: number, now: Date, disableAfterDays: number): Promise<void> {
+export async function noteWebhookFailure(db: Queryable, webhookIds: readonly number[], clockOffsetMs: number, disableAfterDays: number): Promise<void> {
+  if (webhookIds.length === 0) return;
   await db.query(
-    `UPDATE webhooks
-        SET failing_since = coalesce(failing_since, $2),
-            active = active AND coalesce(failing_since, $2) > $2::timestamptz - make_interval(days => $3),
-            disabled_reason = CASE WHEN active AND coalesce(failing_since, $2) <= $2::timestamptz - make_interval(days => $3)
+    `WITH t AS (SELECT ${dbNow(2)} AS now)
+     UPDATE webhooks
+        SET failing_since = coalesce(failing_since, t.now),
+            active = active AND coalesce(failing_since, t.now) > t.now - make_interval(days => $3),
+            disabled_reason = CASE WHEN active AND coalesce(failing_since, t.now) <= t.now - make_interval(days => $3)
                                    THEN $4 ELSE disabled_reason END,
-            disabled_at = CASE WHEN active AND coalesce(failing_since, $2) <= $2::timestamptz - make_interval(days => $3)
-                               THEN $2 ELSE disabled_at END
-      WHERE id = $1 AND (failing_since IS NULL OR (active AND failing_since <= $2::timestamptz - make_interval(days => $3)))`,
-    [webhookId, now, disableAfterDays, failingReason(disableAfterDays)],
+            disabled_at = CASE WHEN active AND coalesce(failing_since, t.now) <= t.now - make_interval(days => $3)
+                               THEN t.now ELSE disabled_at END
+       FROM t
+      WHERE id = ANY($1::bigint[]) AND (failing_since IS NULL OR (active AND failing_since <= t.now - make_interval(days => $3)))`,
+    [webhookIds, clockOffsetMs, disableAfterDays, failingReason(disableAfterDays)],
   );
 }
 
 /** The receiver answered 410 Gone: it asked for no more notifications. */
-export async function disableGoneWebhook(db: Queryable, webhookId: number, now: Date): Promise<void> {
+export async function disableGoneWebhook(db: Queryable, webhookIds: readonly number[], clockOffsetMs: number): Promise<void> {
+  if (webhookIds.length === 0) return;
   await db.query(
-    `UPDATE webhooks SET active = false, disabled_reason = $3, disabled_at = $2, failing_since = coalesce(failing_since, $2)
-      WHERE id = $1 AND active`,
-    [webhookId, now, 'The receiver answered 410 Gone.'],
+    `UPDATE webhooks SET active = false, disabled_reason = $3, disabled_at = ${dbNow(2)}, failing_since = coalesce(failing_since, ${dbNow(2)})
+      WHERE id = ANY($1::bigint[]) AND active`,
+    [webhookIds, clockOffsetMs, 'The receiver answered 410 Gone.'],
   );
 }
 
