@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/database.js';
+import type { Database, Queryable } from '../db/database.js';
 import { dbNow } from './database-clock.js';
 import { allocateSlots, type DueWebhook, type TenantLoad } from './fair-share.js';
 
@@ -53,28 +53,39 @@ const CLAIMABLE = `d.status = 'pending' AND d.next_attempt_at <= ${dbNow(1)}`;
  *    probe per webhook that has waiting rows, then at most perWebhookLimit rows each), and the live
  *    leases per webhook and tenant (in-flight rows only: a few hundred at most);
  * 3. fair-share.ts turns that into a number of rows per webhook, and one statement takes them:
- *    per webhook, its due rows in due order, through the same index, skipping rows another worker
- *    has locked (SKIP LOCKED below the LIMIT: a locked row is replaced by the next one, so workers
- *    claiming at the same moment each fill their slots instead of dropping what the other holds).
+ *    per webhook, its due rows in due order, through the same index, skipping rows locked by
+ *    anything else (SKIP LOCKED below the LIMIT: a locked row is replaced by the next one instead of
+ *    being dropped, so a worker fills its free slots).
+ * Claims of different workers take turns on one advisory lock (see claimDueDeliveries): each sees the
+ * leases the previous one committed, so every worker gets work while work remains and the caps hold.
  * Per-entity order: a row is not taken while an earlier delivery of the same webhook and entity
  * key is unfinished (pending or delivering).
  */
-export async function claimDueDeliveries(db: Queryable, options: ClaimOptions): Promise<ClaimResult> {
+export async function claimDueDeliveries(db: Database, options: ClaimOptions): Promise<ClaimResult> {
   if (options.limit <= 0) return { deliveries: [] };
-  await recoverExpiredLeases(db, options.clockOffsetMs);
-  const { webhooks, loads, workers } = await readDueWork(db, options);
-  const { quotas, last } = allocateSlots(webhooks, loads, {
-    free: options.limit,
-    concurrency: options.concurrency,
-    workers,
-    share: options.tenantShare,
-    perWebhookLimit: options.perWebhookLimit,
-    after: options.afterTenant,
+  return db.transaction(async (tx) => {
+    // Claims take turns (a few milliseconds each): the caps are computed from what the previous
+    // claim committed, so two workers cannot both fill the same webhook's or tenant's last room.
+    // Completions, the intake and the API never take this lock: nothing else waits on it.
+    await tx.query(`SELECT pg_advisory_xact_lock(${CLAIM_LOCK})`);
+    await recoverExpiredLeases(tx, options.clockOffsetMs);
+    const { webhooks, loads, workers } = await readDueWork(tx, options);
+    const { quotas, last } = allocateSlots(webhooks, loads, {
+      free: options.limit,
+      concurrency: options.concurrency,
+      workers,
+      share: options.tenantShare,
+      perWebhookLimit: options.perWebhookLimit,
+      after: options.afterTenant,
+    });
+    if (quotas.size === 0) return { deliveries: [] };
+    const deliveries = await takeRows(tx, options, quotas);
+    return { deliveries, lastTenant: last };
   });
-  if (quotas.size === 0) return { deliveries: [] };
-  const deliveries = await takeRows(db, options, quotas);
-  return { deliveries, lastTenant: last };
 }
+
+/** The advisory lock key of the claim ('plaza:claim' as a number; any constant no other code uses). */
+const CLAIM_LOCK = 0x706c617a61;
 
 /** A lease past its expiry means its worker died or stalled: the row is due again for anyone. */
 async function recoverExpiredLeases(db: Queryable, clockOffsetMs: number): Promise<void> {

@@ -71,6 +71,11 @@ export class Receiver {
     this.queue.push((_request, response) => this.hanging.add(response));
   }
 
+  /** From now on no request gets an answer until close() (a receiver that holds every request). */
+  hangAll(): void {
+    this.fallback = (_request, response) => this.hanging.add(response);
+  }
+
   /** Resolves once `count` requests have arrived in total. */
   waitFor(count: number): Promise<void> {
     if (this.requests.length >= count) return Promise.resolve();
