@@ -72,6 +72,7 @@ export const ConfigSchema = Type.Object({
     default: 0.5, minimum: 0.01, maximum: 1,
     description: 'Largest share of a worker\'s slots, and of all deliveries in flight, that one tenant (the webhooks\' owner) may hold; the rest stays free for other tenants.',
   }),
+  DELIVERY_CLAIM_SCAN_WEBHOOKS: Integer(200, 'Most webhooks with waiting deliveries one claim looks at; the next claim continues after them. Bounds the cost of a claim.', 10),
   DELIVERY_COMPLETION_BATCH: Integer(200, 'Most finished attempts a worker records in one statement.', 1),
   DELIVERY_LEASE_SECONDS: Integer(60, 'How long a claimed delivery stays with a worker before another may take it.', 5),
   DELIVERY_POLL_INTERVAL_MS: Integer(5000, 'Safety-net poll for due deliveries (LISTEN/NOTIFY wakes the worker sooner).', 50),

@@ -32,11 +32,16 @@ export interface ClaimOptions {
   tenantShare: number;
   /** The tenant the worker's previous claim ended on; the round-robin resumes after it. */
   afterTenant?: string;
+  /** Most webhooks with waiting rows one claim looks at (DELIVERY_CLAIM_SCAN_WEBHOOKS). */
+  scanWebhooks: number;
+  /** The webhook id the previous claim's scan stopped at; this one continues after it. */
+  afterWebhook?: number;
 }
 
 export interface ClaimResult {
   deliveries: ClaimedDelivery[];
   lastTenant?: string;
+  nextWebhookCursor: number;
 }
 
 /**
@@ -49,9 +54,10 @@ const CLAIMABLE = `d.status = 'pending' AND d.next_attempt_at <= ${dbNow(1)}`;
  * Claims due deliveries fairly, in three statements whose cost does not depend on the size of the
  * backlog nor on webhooks without waiting work:
  * 1. expired leases go back to `pending` (index on lease_expires_at of `delivering` rows);
- * 2. the webhooks with due work, found by a skip scan of deliveries_pending_webhook_due (one index
- *    probe per webhook that has waiting rows, then at most perWebhookLimit rows each), and the live
- *    leases per webhook and tenant (in-flight rows only: a few hundred at most);
+ * 2. the webhooks with due work: a skip scan of deliveries_pending_webhook_due (one index probe per
+ *    webhook that has waiting rows, then at most perWebhookLimit rows each) over at most
+ *    scanWebhooks such webhooks, continuing where the previous claim stopped, and the live leases
+ *    per webhook and tenant (in-flight rows only: a few hundred at most);
  * 3. fair-share.ts turns that into a number of rows per webhook, and one statement takes them:
  *    per webhook, its due rows in due order, through the same index, skipping rows locked by
  *    anything else (SKIP LOCKED below the LIMIT: a locked row is replaced by the next one instead of
@@ -62,14 +68,14 @@ const CLAIMABLE = `d.status = 'pending' AND d.next_attempt_at <= ${dbNow(1)}`;
  * key is unfinished (pending or delivering).
  */
 export async function claimDueDeliveries(db: Database, options: ClaimOptions): Promise<ClaimResult> {
-  if (options.limit <= 0) return { deliveries: [] };
+  if (options.limit <= 0) return { deliveries: [], nextWebhookCursor: options.afterWebhook ?? 0 };
   return db.transaction(async (tx) => {
     // Claims take turns (a few milliseconds each): the caps are computed from what the previous
     // claim committed, so two workers cannot both fill the same webhook's or tenant's last room.
     // Completions, the intake and the API never take this lock: nothing else waits on it.
     await tx.query(`SELECT pg_advisory_xact_lock(${CLAIM_LOCK})`);
     await recoverExpiredLeases(tx, options.clockOffsetMs);
-    const { webhooks, loads, workers } = await readDueWork(tx, options);
+    const { webhooks, loads, workers, nextWebhookCursor } = await readDueWork(tx, options);
     const { quotas, last } = allocateSlots(webhooks, loads, {
       free: options.limit,
       concurrency: options.concurrency,
@@ -78,9 +84,9 @@ export async function claimDueDeliveries(db: Database, options: ClaimOptions): P
       perWebhookLimit: options.perWebhookLimit,
       after: options.afterTenant,
     });
-    if (quotas.size === 0) return { deliveries: [] };
+    if (quotas.size === 0) return { deliveries: [], nextWebhookCursor };
     const deliveries = await takeRows(tx, options, quotas);
-    return { deliveries, lastTenant: last };
+    return { deliveries, lastTenant: last, nextWebhookCursor };
   });
 }
 
@@ -96,32 +102,39 @@ async function recoverExpiredLeases(db: Queryable, clockOffsetMs: number): Promi
   );
 }
 
-async function readDueWork(db: Queryable, options: ClaimOptions): Promise<{ webhooks: DueWebhook[]; loads: Map<string, TenantLoad>; workers: number }> {
-  // A recursive CTE is PostgreSQL's skip scan: each step is one probe of the index for the next
-  // webhook id with waiting rows. Per webhook found, its due rows are counted up to the
-  // per-webhook limit only (a long backlog is never counted in full).
-  const due = await db.query<{ webhook_id: number; tenant: string; due: number; in_flight: number }>(
-    `WITH RECURSIVE waiting(webhook_id) AS (
-       (SELECT d.webhook_id FROM deliveries d WHERE d.status = 'pending' ORDER BY d.webhook_id LIMIT 1)
-       UNION ALL
-       SELECT (SELECT d.webhook_id FROM deliveries d WHERE d.status = 'pending' AND d.webhook_id > w.webhook_id ORDER BY d.webhook_id LIMIT 1)
-         FROM waiting w WHERE w.webhook_id IS NOT NULL
-     )
-     SELECT h.id AS webhook_id, h.tenant_kind || ':' || h.tenant_id AS tenant, due.n AS due,
-            (SELECT count(*)::int FROM deliveries f
-              WHERE f.webhook_id = h.id AND f.status = 'delivering' AND f.lease_expires_at > ${dbNow(1)}) AS in_flight
-       FROM waiting w
-       JOIN webhooks h ON h.id = w.webhook_id AND h.active
-      CROSS JOIN LATERAL (
-        SELECT count(*)::int AS n, min(s.next_attempt_at) AS first_due FROM (
-          SELECT d.next_attempt_at FROM deliveries d
-           WHERE d.webhook_id = h.id AND ${CLAIMABLE}
-           ORDER BY d.next_attempt_at LIMIT $2) s
-      ) due
-      WHERE due.n > 0
-      ORDER BY due.first_due, h.id`,
-    [options.clockOffsetMs, options.perWebhookLimit],
-  );
+interface DueWork {
+  webhooks: DueWebhook[];
+  loads: Map<string, TenantLoad>;
+  workers: number;
+  /** Where the next claim's scan starts (0: from the first webhook). */
+  nextWebhookCursor: number;
+}
+
+interface Visited {
+  webhook_id: number;
+  /** Null when the webhook is disabled. */
+  tenant: string | null;
+  due: number;
+  in_flight: number;
+}
+
+async function readDueWork(db: Queryable, options: ClaimOptions): Promise<DueWork> {
+  // The scan visits at most scanWebhooks webhooks with waiting rows, starting after the cursor and
+  // wrapping around once: the claim costs the same with 100 or 100 000 such webhooks, and
+  // successive claims walk round all of them.
+  const cursor = options.afterWebhook ?? 0;
+  const first = await visitWebhooks(db, options, cursor, Number.MAX_SAFE_INTEGER, options.scanWebhooks);
+  let visited = first;
+  let nextWebhookCursor = first.length === options.scanWebhooks ? first.at(-1)!.webhook_id : 0;
+  if (nextWebhookCursor === 0 && cursor > 0) {
+    const second = await visitWebhooks(db, options, 0, cursor, options.scanWebhooks - first.length);
+    visited = [...first, ...second];
+    if (second.length === options.scanWebhooks - first.length && second.length > 0) nextWebhookCursor = second.at(-1)!.webhook_id;
+  }
+  const webhooks = visited
+    .filter((row) => row.tenant !== null && row.due > 0)
+    .map((row) => ({ webhookId: row.webhook_id, tenant: row.tenant!, due: row.due, inFlight: row.in_flight }));
+
   const leases = await db.query<{ tenant: string; leased_by: string; n: number }>(
     `SELECT h.tenant_kind || ':' || h.tenant_id AS tenant, d.leased_by, count(*)::int AS n
        FROM deliveries d JOIN webhooks h ON h.id = d.webhook_id
@@ -138,11 +151,40 @@ async function readDueWork(db: Queryable, options: ClaimOptions): Promise<{ webh
     loads.set(row.tenant, load);
     workers.add(row.leased_by);
   }
-  return {
-    webhooks: due.rows.map((row) => ({ webhookId: row.webhook_id, tenant: row.tenant, due: row.due, inFlight: row.in_flight })),
-    loads,
-    workers: workers.size,
-  };
+  return { webhooks, loads, workers: workers.size, nextWebhookCursor };
+}
+
+/**
+ * Up to `budget` webhooks with waiting rows and ids in (after, upTo], in id order. The recursive CTE
+ * is PostgreSQL's skip scan: each step is one probe of deliveries_pending_webhook_due for the next
+ * webhook id. Per webhook: its owner (scalar subqueries by primary key, so that the planner cannot
+ * turn them into a scan of all webhooks), its due rows counted up to the per-webhook limit only,
+ * and its live leases.
+ */
+async function visitWebhooks(db: Queryable, options: ClaimOptions, after: number, upTo: number, budget: number): Promise<Visited[]> {
+  if (budget <= 0) return [];
+  const { rows } = await db.query<Visited>(
+    `WITH RECURSIVE waiting(webhook_id, depth) AS (
+       (SELECT d.webhook_id, 1 FROM deliveries d
+         WHERE d.status = 'pending' AND d.webhook_id > $3 AND d.webhook_id <= $4 ORDER BY d.webhook_id LIMIT 1)
+       UNION ALL
+       SELECT (SELECT d.webhook_id FROM deliveries d
+                WHERE d.status = 'pending' AND d.webhook_id > w.webhook_id AND d.webhook_id <= $4 ORDER BY d.webhook_id LIMIT 1),
+              w.depth + 1
+         FROM waiting w WHERE w.webhook_id IS NOT NULL AND w.depth < $5
+     )
+     SELECT w.webhook_id,
+            (SELECT h.tenant_kind || ':' || h.tenant_id FROM webhooks h WHERE h.id = w.webhook_id AND h.active) AS tenant,
+            (SELECT count(*)::int FROM (
+               SELECT 1 FROM deliveries d WHERE d.webhook_id = w.webhook_id AND ${CLAIMABLE} LIMIT $2) s) AS due,
+            (SELECT count(*)::int FROM deliveries f
+              WHERE f.webhook_id = w.webhook_id AND f.status = 'delivering' AND f.lease_expires_at > ${dbNow(1)}) AS in_flight
+       FROM waiting w
+      WHERE w.webhook_id IS NOT NULL
+      ORDER BY w.webhook_id`,
+    [options.clockOffsetMs, options.perWebhookLimit, after, upTo, budget],
+  );
+  return rows;
 }
 
 async function takeRows(db: Queryable, options: ClaimOptions, quotas: Map<number, number>): Promise<ClaimedDelivery[]> {
@@ -173,8 +215,10 @@ async function takeRows(db: Queryable, options: ClaimOptions, quotas: Map<number
             leased_by = $4,
             lease_expires_at = ${dbNow(1)} + make_interval(secs => $5),
             updated_at = ${dbNow(1)}
-       FROM locked, webhooks w, events e
-      WHERE d.id = locked.id AND w.id = d.webhook_id AND e.id = d.event_id
+       FROM webhooks w, events e
+      -- = ANY(ARRAY(…)) rather than a join to the CTE: the planner then looks the few rows up by
+      -- primary key instead of hashing the whole deliveries and events tables.
+      WHERE d.id = ANY(ARRAY(SELECT id FROM locked)) AND w.id = d.webhook_id AND e.id = d.event_id
      RETURNING d.id, d.message_id, d.webhook_id, d.attempts, w.callback_url, w.headers,
                w.secret_encrypted, w.previous_secret_encrypted, w.previous_secret_expires_at, e.body::text AS body`,
     [options.clockOffsetMs, [...quotas.keys()], [...quotas.values()], options.workerId, options.leaseSeconds],

@@ -35,8 +35,9 @@ export interface Deliverer {
   readonly agent: Agent;
   readonly schedule: number[];
   readonly completions: CompletionBatcher;
-  /** Where the round-robin over tenants resumes at the next claim. */
+  /** Where the round-robin over tenants, and the scan over webhooks, resume at the next claim. */
   lastTenant?: string;
+  webhookCursor: number;
   close(): Promise<void>;
 }
 
@@ -73,6 +74,7 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     agent,
     schedule: parseRetrySchedule(config.DELIVERY_RETRY_SCHEDULE),
     completions,
+    webhookCursor: 0,
     close: () => agent.close(),
   };
 }
@@ -95,7 +97,7 @@ export async function deliverDue(deliverer: Deliverer, limit = deliverer.deps.co
 
 export async function claim(deliverer: Deliverer, limit: number): Promise<ClaimedDelivery[]> {
   const { config, db, clock } = deliverer.deps;
-  const { deliveries, lastTenant } = await claimDueDeliveries(db, {
+  const { deliveries, lastTenant, nextWebhookCursor } = await claimDueDeliveries(db, {
     workerId: deliverer.workerId,
     clockOffsetMs: clockOffsetMs(clock),
     leaseSeconds: config.DELIVERY_LEASE_SECONDS,
@@ -104,8 +106,11 @@ export async function claim(deliverer: Deliverer, limit: number): Promise<Claime
     perWebhookLimit: config.DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK,
     tenantShare: config.DELIVERY_TENANT_SHARE,
     afterTenant: deliverer.lastTenant,
+    scanWebhooks: config.DELIVERY_CLAIM_SCAN_WEBHOOKS,
+    afterWebhook: deliverer.webhookCursor,
   });
   if (lastTenant !== undefined) deliverer.lastTenant = lastTenant;
+  deliverer.webhookCursor = nextWebhookCursor;
   return deliveries;
 }
 
