@@ -62,15 +62,24 @@ export async function sendNotification(dispatcher: Dispatcher, notification: Not
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return failure(`unsupported URL scheme ${url.protocol}`);
 
-  const timeout = AbortSignal.timeout(timeoutMs);
-  const abort = signal ? AbortSignal.any([timeout, signal]) : timeout;
+  // One controller and one timer per send: AbortSignal.timeout + AbortSignal.any allocate more and,
+  // on Node 20, keep every combined signal alive as long as the long-lived shutdown signal is (the
+  // worker's memory grew with each delivery).
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, timeoutMs);
+  const onShutdown = () => controller.abort();
+  signal?.addEventListener('abort', onShutdown, { once: true });
   try {
     const response = await request(url, {
       dispatcher,
       method: 'POST',
       headers: notificationHeaders(notification),
       body: notification.body,
-      signal: abort,
+      signal: controller.signal,
     });
     const responseBody = await readPrefix(response.body, RESPONSE_BODY_LIMIT);
     const retryAfter = response.headers['retry-after'];
@@ -82,9 +91,12 @@ export async function sendNotification(dispatcher: Dispatcher, notification: Not
       durationMs: elapsed(),
     };
   } catch (error) {
-    if (timeout.aborted) return failure(`timeout after ${timeoutMs} ms`);
+    if (timedOut) return failure(`timeout after ${timeoutMs} ms`);
     if (signal?.aborted) return failure('aborted: worker shutting down');
     return failure(describeError(error));
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener('abort', onShutdown);
   }
 }
 
