@@ -199,12 +199,13 @@ async function takeRows(db: Queryable, options: ClaimOptions, quotas: Map<number
           SELECT d.id FROM deliveries d
            WHERE d.webhook_id = q.webhook_id
              AND ${CLAIMABLE}
-             AND NOT EXISTS (
-                   SELECT 1 FROM deliveries earlier
-                    WHERE earlier.webhook_id = d.webhook_id
-                      AND earlier.entity_key = d.entity_key
-                      AND earlier.id < d.id
-                      AND earlier.status IN ('pending', 'delivering'))
+             -- Per-entity order: d is the first unfinished delivery of its (webhook, entity key).
+             -- A correlated min() rather than NOT EXISTS: the subplan is always parameterized by
+             -- both columns, so it is one probe of deliveries_unfinished_entity even when the
+             -- planner's statistics are stale (an anti join then read the webhook's whole backlog).
+             AND d.id = (SELECT min(x.id) FROM deliveries x
+                          WHERE x.webhook_id = d.webhook_id AND x.entity_key = d.entity_key
+                            AND x.status IN ('pending', 'delivering'))
            ORDER BY d.next_attempt_at, d.id
            LIMIT q.n
            FOR UPDATE OF d SKIP LOCKED

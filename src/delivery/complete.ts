@@ -79,7 +79,9 @@ async function recordAttempts(tx: Queryable, records: readonly AttemptRecord[], 
               lease_expires_at = NULL,
               updated_at = ${dbNow(2)}
          FROM input i
-        WHERE d.id = i.id AND d.leased_by = $1 AND d.status = 'delivering'
+        -- = ANY($3) as well as the join: the rows are then found by primary key whatever the
+        -- planner's statistics say about the size of the batch or of the table.
+        WHERE d.id = ANY($3::bigint[]) AND d.id = i.id AND d.leased_by = $1 AND d.status = 'delivering'
         RETURNING d.id, d.attempts
      )
      INSERT INTO delivery_attempts (delivery_id, attempt, started_at, duration_ms, status_code, error, response_body)
