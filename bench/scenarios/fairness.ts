@@ -6,6 +6,7 @@ import { met, ms, type Scenario } from '../lib/scenario.js';
 import { Service } from '../lib/service.js';
 import { percentile } from '../lib/stats.js';
 import { MARKETPLACE, SELLER_ID, seedTenant } from './common.js';
+import { latenciesOf, type Paced } from './latency.js';
 
 const RATE = 100;
 const HANGING_WEBHOOKS = 10;
@@ -36,15 +37,15 @@ export const tenantFairness: Scenario = {
       const target = { baseUrl: service.baseUrl, token, marketplace: MARKETPLACE, sellerId: SELLER_ID, rate: RATE, expectDeliveries: HANGING_WEBHOOKS + 1 };
 
       // The warm-up also fills tenant A's share of the slots with hanging requests.
-      const warm = await runHelper<{ sent: number }>('event-driver', 'paced', { ...target, prefix: 'warm-', durationMs: scale.warmupMs });
+      const warm = await runHelper<Paced>('event-driver', 'paced', { ...target, prefix: 'warm-', durationMs: scale.warmupMs });
       await receivers.waitFor(warm.sent, { stallMs: scale.stallMs }, () => service.isRunning());
       await receivers.reset();
 
       progress(`${RATE} events/s for ${scale.latencyMs / 1000} s, tenant A's ${HANGING_WEBHOOKS} receivers hanging`);
-      const paced = await runHelper<{ answeredAt: Record<string, number>; sent: number }>('event-driver', 'paced', { ...target, prefix: 'fair-', durationMs: scale.latencyMs });
+      const paced = await runHelper<Paced>('event-driver', 'paced', { ...target, prefix: 'fair-', durationMs: scale.latencyMs });
       const arrived = await receivers.waitFor(paced.sent, { stallMs: scale.stallMs, budgetMs: scale.deliveryBudgetMs }, () => service.isRunning());
       const arrivals = await receivers.arrivals();
-      const latencies = Object.entries(paced.answeredAt).map(([reference, answeredAt]) => (arrivals[reference] ?? Infinity) - answeredAt);
+      const latencies = latenciesOf(paced, arrivals);
       const p99 = percentile(latencies, 99);
       const label = `10 tenant fairness (${arrived.complete ? latencies.length : `${arrived.unique} of ${latencies.length} arrived`} to B at ${RATE}/s, A hanging)`;
       return [{ scenario: `${label}, B's p99`, database: engine, figure: ms(p99), ceiling: '—', ratio: '—', target: '≤ 100 ms', met: met(p99 <= 100) }];
