@@ -13,10 +13,11 @@ UPDATE deliveries d
 ALTER TABLE events DROP CONSTRAINT events_marketplace_code_event_id_key;
 ALTER TABLE events ADD CONSTRAINT events_producer_event_id_key UNIQUE (marketplace_code, seller_id, event_id);
 
--- `cancelled` was never set by anything: deleting a webhook deletes its deliveries.
+-- `cancelled` was never set by anything: deleting a webhook deletes its deliveries. 'held' (issue 11,
+-- migration 006) is kept: a database that applied 006 before this one must not lose it.
 UPDATE deliveries SET status = 'failed', completed_at = coalesce(completed_at, updated_at) WHERE status = 'cancelled';
 ALTER TABLE deliveries DROP CONSTRAINT deliveries_status_check;
-ALTER TABLE deliveries ADD CONSTRAINT deliveries_status_check CHECK (status IN ('pending', 'delivering', 'succeeded', 'failed'));
+ALTER TABLE deliveries ADD CONSTRAINT deliveries_status_check CHECK (status IN ('pending', 'delivering', 'succeeded', 'failed', 'held'));
 
 -- The claim (src/delivery/claim.ts) reads only these:
 -- * waiting work per webhook in due order: finds the webhooks that have waiting work (a skip scan,

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { FeatureDeps } from '../deps.js';
+import { CREDENTIALS_BODY_LIMIT_BYTES } from '../http/body-limits.js';
 import { problemResponses } from '../http/openapi.js';
 import { authenticate, principalOf } from './authenticate.js';
-import { createLoginLimiter } from './login-limits.js';
-import { login } from './login.service.js';
+import { createLoginGuards, login } from './login.service.js';
 import { verifyDummyPassword } from './passwords.js';
 import { refresh } from './refresh.service.js';
 import { originOf } from './request-origin.js';
@@ -33,15 +33,18 @@ const LoginBody = Type.Object({
 const RefreshBody = Type.Object({ refresh_token: Type.String({ minLength: 1, maxLength: 1024 }) });
 
 export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {
-  const limiter = createLoginLimiter({ config: deps.config, db: deps.db });
+  const guards = createLoginGuards(deps);
   // Builds the dummy hash now, so that the first unknown-user login costs what later ones do.
   void verifyDummyPassword('warm-up').catch(() => {});
-  app.addHook('onClose', async () => limiter.close());
+  app.addHook('onClose', async () => {
+    await guards.close().catch((error: unknown) => app.log.warn({ err: error }, 'could not write the last counts of refused logins'));
+  });
   const requireUser = authenticate(deps);
 
   app.post(
     '/api/v2/auth/login',
     {
+      bodyLimit: CREDENTIALS_BODY_LIMIT_BYTES,
       schema: {
         tags: ['auth'],
         summary: 'Log in with user name and password',
@@ -51,7 +54,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
       },
     },
     async (request, reply) => {
-      const result = await login(deps, limiter, { ...request.body, origin: originOf(request) });
+      const result = await login(deps, guards, { ...request.body, origin: originOf(request) });
       return reply.header('cache-control', 'no-store').send(result);
     },
   );
@@ -59,6 +62,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
   app.post(
     '/api/v2/auth/refresh',
     {
+      bodyLimit: CREDENTIALS_BODY_LIMIT_BYTES,
       schema: {
         tags: ['auth'],
         summary: 'Rotate the refresh token',
@@ -76,7 +80,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
   app.post(
     '/api/v2/auth/logout',
     {
-      preHandler: requireUser,
+      onRequest: requireUser,
       schema: {
         tags: ['auth'],
         summary: 'End the current session',
@@ -94,7 +98,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
   app.post(
     '/api/v2/auth/revoke-all',
     {
-      preHandler: requireUser,
+      onRequest: requireUser,
       schema: {
         tags: ['auth'],
         summary: 'End every session of the user',

@@ -18,7 +18,16 @@ export interface AttemptRecord {
   statusCode: number | null;
   error: string | null;
   responseBody: string | null;
+  /** The request headers as sent, secret-looking values masked (see sent-headers.ts). */
+  requestHeaders?: Record<string, string> | null;
   outcome: AttemptOutcome;
+}
+
+export interface CompletionResult {
+  /** Deliveries whose attempt was recorded: those this worker still held. */
+  recorded: Set<number>;
+  /** Webhooks this batch disabled (410 Gone, or failing for DELIVERY_DISABLE_AFTER_DAYS). */
+  disabledWebhooks: Set<number>;
 }
 
 export interface CompletionOptions {
@@ -33,15 +42,14 @@ const STATUS_AFTER: Record<AttemptOutcome['kind'], string> = { succeeded: 'succe
 /**
  * Records many finished attempts in one transaction, taking locks in the one order every writer of
  * webhooks and deliveries follows (webhook rows first, by id; then deliveries): see lockWebhooks.
- * Returns the ids of the deliveries whose attempt was recorded: those this worker still held.
  */
-export async function completeAttempts(db: Database, records: readonly AttemptRecord[], options: CompletionOptions): Promise<Set<number>> {
-  if (records.length === 0) return new Set();
+export async function completeAttempts(db: Database, records: readonly AttemptRecord[], options: CompletionOptions): Promise<CompletionResult> {
+  if (records.length === 0) return { recorded: new Set(), disabledWebhooks: new Set() };
   return db.transaction(async (tx) => {
     await lockWebhooks(tx, records.map((record) => record.webhookId));
     const recorded = await recordAttempts(tx, records, options);
-    await updateWebhookHealth(tx, records.filter((record) => recorded.has(record.deliveryId)), options);
-    return recorded;
+    const disabledWebhooks = await updateWebhookHealth(tx, records.filter((record) => recorded.has(record.deliveryId)), options);
+    return { recorded, disabledWebhooks };
   });
 }
 
@@ -64,8 +72,8 @@ export async function lockWebhooks(tx: Queryable, webhookIds: readonly number[])
 async function recordAttempts(tx: Queryable, records: readonly AttemptRecord[], options: CompletionOptions): Promise<Set<number>> {
   const { rows } = await tx.query<{ id: number }>(
     `WITH input AS (
-       SELECT * FROM unnest($3::bigint[], $4::text[], $5::int[], $6::text[], $7::double precision[], $8::timestamptz[], $9::int[], $10::text[])
-                AS i(id, status, status_code, error, delay_ms, started_at, duration_ms, response_body)
+       SELECT * FROM unnest($3::bigint[], $4::text[], $5::int[], $6::text[], $7::double precision[], $8::timestamptz[], $9::int[], $10::text[], $11::jsonb[])
+                AS i(id, status, status_code, error, delay_ms, started_at, duration_ms, response_body, request_headers)
      ),
      moved AS (
        UPDATE deliveries d
@@ -84,8 +92,8 @@ async function recordAttempts(tx: Queryable, records: readonly AttemptRecord[], 
         WHERE d.id = ANY($3::bigint[]) AND d.id = i.id AND d.leased_by = $1 AND d.status = 'delivering'
         RETURNING d.id, d.attempts
      )
-     INSERT INTO delivery_attempts (delivery_id, attempt, started_at, duration_ms, status_code, error, response_body)
-     SELECT m.id, m.attempts, i.started_at, i.duration_ms, i.status_code, i.error, i.response_body
+     INSERT INTO delivery_attempts (delivery_id, attempt, started_at, duration_ms, status_code, error, response_body, request_headers)
+     SELECT m.id, m.attempts, i.started_at, i.duration_ms, i.status_code, i.error, i.response_body, i.request_headers
        FROM moved m JOIN input i ON i.id = m.id
      RETURNING delivery_id AS id`,
     [
@@ -100,6 +108,7 @@ async function recordAttempts(tx: Queryable, records: readonly AttemptRecord[], 
       records.map((r) => r.durationMs),
       // PostgreSQL text cannot hold NUL; a receiver's answer is for reading, not byte-exact.
       records.map((r) => r.responseBody?.replaceAll('\u0000', '\uFFFD') ?? null),
+      records.map((r) => (r.requestHeaders ? JSON.stringify(r.requestHeaders) : null)),
     ],
   );
   return new Set(rows.map((row) => row.id));
@@ -109,11 +118,12 @@ async function recordAttempts(tx: Queryable, records: readonly AttemptRecord[], 
  * Per webhook of the batch, its latest recorded outcome decides: a success clears the failing
  * state, 410 Gone disables it, any other failure starts or continues the failing period.
  */
-async function updateWebhookHealth(tx: Queryable, recorded: readonly AttemptRecord[], options: CompletionOptions): Promise<void> {
+async function updateWebhookHealth(tx: Queryable, recorded: readonly AttemptRecord[], options: CompletionOptions): Promise<Set<number>> {
   const latest = new Map<number, AttemptOutcome['kind']>();
   for (const record of recorded) latest.set(record.webhookId, record.outcome.kind);
   const ids = (kind: (outcome: AttemptOutcome['kind']) => boolean) => [...latest].filter(([, outcome]) => kind(outcome)).map(([id]) => id).sort((a, b) => a - b);
   await noteWebhookSuccess(tx, ids((outcome) => outcome === 'succeeded'), options.clockOffsetMs);
-  await disableGoneWebhook(tx, ids((outcome) => outcome === 'gone'), options.clockOffsetMs);
-  await noteWebhookFailure(tx, ids((outcome) => outcome === 'retry' || outcome === 'failed'), options.clockOffsetMs, options.disableAfterDays);
+  const gone = await disableGoneWebhook(tx, ids((outcome) => outcome === 'gone'), options.clockOffsetMs);
+  const failing = await noteWebhookFailure(tx, ids((outcome) => outcome === 'retry' || outcome === 'failed'), options.clockOffsetMs, options.disableAfterDays);
+  return new Set([...gone, ...failing]);
 }

@@ -1,11 +1,18 @@
 import { isTransientConflict, type Database } from '../db/database.js';
 import type { Clock } from '../clock.js';
-import { completeAttempts, type AttemptRecord, type CompletionOptions } from './complete.js';
+import { completeAttempts, type AttemptRecord, type CompletionOptions, type CompletionResult } from './complete.js';
 import { clockOffsetMs } from './database-clock.js';
+
+export interface Completed {
+  /** False when the lease was lost meanwhile (another worker took over, or the webhook was deleted). */
+  recorded: boolean;
+  /** This batch disabled the delivery's webhook (410 Gone, or failing too long). */
+  webhookDisabled: boolean;
+}
 
 interface Waiting {
   record: AttemptRecord;
-  resolve: (recorded: boolean) => void;
+  resolve: (result: Completed) => void;
   reject: (error: unknown) => void;
 }
 
@@ -25,8 +32,7 @@ export class CompletionBatcher {
     private readonly maxBatch: number,
   ) {}
 
-  /** Resolves to whether the attempt was recorded (false: the lease was lost meanwhile). */
-  complete(record: AttemptRecord): Promise<boolean> {
+  complete(record: AttemptRecord): Promise<Completed> {
     return new Promise((resolve, reject) => {
       this.waiting.push({ record, resolve, reject });
       if (!this.flushing) this.flushing = new Promise<void>((done) => setImmediate(done)).then(() => this.drain());
@@ -42,8 +48,10 @@ export class CompletionBatcher {
     while (this.waiting.length > 0) {
       const batch = this.waiting.splice(0, this.maxBatch);
       try {
-        const recorded = await this.write(batch.map((entry) => entry.record));
-        for (const entry of batch) entry.resolve(recorded.has(entry.record.deliveryId));
+        const { recorded, disabledWebhooks } = await this.write(batch.map((entry) => entry.record));
+        for (const entry of batch) {
+          entry.resolve({ recorded: recorded.has(entry.record.deliveryId), webhookDisabled: disabledWebhooks.has(entry.record.webhookId) });
+        }
       } catch (error) {
         for (const entry of batch) entry.reject(error);
       }
@@ -52,7 +60,7 @@ export class CompletionBatcher {
   }
 
   /** A batch that lost a deadlock or serialization race was rolled back whole: it runs again. */
-  private async write(records: AttemptRecord[]): Promise<Set<number>> {
+  private async write(records: AttemptRecord[]): Promise<CompletionResult> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await completeAttempts(this.db, records, { ...this.options, clockOffsetMs: clockOffsetMs(this.clock) });

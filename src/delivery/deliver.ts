@@ -16,6 +16,7 @@ import type { Metrics } from './metrics.js';
 import { nextRetryDelay, parseRetryAfter, parseRetrySchedule } from './retry-schedule.js';
 import { sendNotification, type SendResult } from './sender.js';
 import { createGuardedAgent } from './ssrf-guard.js';
+import { recordedHeaders } from './sent-headers.js';
 
 export interface DelivererDeps {
   config: Config;
@@ -136,11 +137,12 @@ export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDeli
   } catch (error) {
     // Only our side can get here (a secret that does not decrypt): an attempt that failed, logged in full.
     logger?.error({ err: error, deliveryId: delivery.id }, 'cannot prepare a notification');
-    send = { statusCode: null, error: 'internal error preparing the notification', responseBody: null, retryAfter: undefined, durationMs: 0 };
+    send = { statusCode: null, error: 'internal error preparing the notification', responseBody: null, retryAfter: undefined, durationMs: 0, requestHeaders: null };
   }
 
-  const outcome = decideOutcome(deliverer, delivery.attempts + 1, send, clock.now());
-  const recorded = await deliverer.completions.complete({
+  const now = clock.now();
+  const outcome = decideOutcome(deliverer, delivery.attempts + 1, send, now);
+  const { recorded, webhookDisabled } = await deliverer.completions.complete({
     deliveryId: delivery.id,
     webhookId: delivery.webhook_id,
     startedAt,
@@ -148,14 +150,28 @@ export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDeli
     statusCode: send.statusCode,
     error: send.error,
     responseBody: send.responseBody,
+    requestHeaders: recordedHeaders(send.requestHeaders),
     outcome,
   });
+  if (recorded) logAttempt(logger, delivery, send, outcome, webhookDisabled, now);
 
   metrics?.deliveryAttempts.inc({ outcome: outcome.kind });
   metrics?.attemptDuration.observe({ outcome: outcome.kind }, send.durationMs / 1000);
   if (recorded && outcome.kind !== 'retry') metrics?.deliveriesCompleted.inc({ outcome: outcome.kind === 'succeeded' ? 'succeeded' : 'failed' });
   logger?.debug({ deliveryId: delivery.id, status: send.statusCode, error: send.error, outcome: outcome.kind, recorded }, 'delivery attempt');
   return { deliveryId: delivery.id, messageId: delivery.message_id, outcome: outcome.kind, send, recorded };
+}
+
+/**
+ * Failures are what an operator looks for, so they log at the default level: a failed attempt at
+ * info, a webhook the delivery disabled (410, or failing too long) at warn. Successes stay at debug.
+ */
+function logAttempt(logger: FastifyBaseLogger | undefined, delivery: ClaimedDelivery, send: SendResult, outcome: AttemptOutcome, disabled: boolean, now: Date): void {
+  if (!logger || outcome.kind === 'succeeded') return;
+  const fields = { deliveryId: delivery.id, webhookId: delivery.webhook_id, attempt: delivery.attempts + 1, status: send.statusCode, error: send.error, outcome: outcome.kind };
+  logger.info(outcome.kind === 'retry' ? { ...fields, nextAttemptAt: new Date(now.getTime() + outcome.delayMs).toISOString() } : fields, 'delivery attempt failed');
+  if (outcome.kind === 'gone' && disabled) logger.warn({ webhookId: delivery.webhook_id, deliveryId: delivery.id }, 'webhook disabled: the receiver answered 410 Gone');
+  else if (disabled) logger.warn({ webhookId: delivery.webhook_id, deliveryId: delivery.id }, 'webhook disabled: deliveries kept failing');
 }
 
 /**

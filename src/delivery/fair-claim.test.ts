@@ -103,7 +103,7 @@ describe('fair claiming between tenants and workers', () => {
             batch.map((delivery) => ({ deliveryId: delivery.id, webhookId: delivery.webhook_id, startedAt: ctx.clock.now(), durationMs: 1, statusCode: 200, error: null, responseBody: null, outcome: { kind: 'succeeded' as const } })),
             { workerId: workers[index]!.workerId, clockOffsetMs: clockOffsetMs(ctx.clock), disableAfterDays: 5 },
           );
-          assert.equal(recorded.size, batch.length);
+          assert.equal(recorded.recorded.size, batch.length);
         }
       }
       const { rows } = await ctx.db.query<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM deliveries GROUP BY status`);

@@ -27,6 +27,8 @@ export interface SendResult {
   responseBody: string | null;
   retryAfter: string | undefined;
   durationMs: number;
+  /** The request headers as sent (null when no request was made: a bad URL). */
+  requestHeaders: Record<string, string> | null;
 }
 
 export function notificationHeaders(notification: Notification): Record<string, string> {
@@ -52,7 +54,8 @@ export function notificationHeaders(notification: Notification): Record<string, 
 export async function sendNotification(dispatcher: Dispatcher, notification: Notification, timeoutMs: number, signal?: AbortSignal): Promise<SendResult> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
-  const failure = (error: string): SendResult => ({ statusCode: null, error, responseBody: null, retryAfter: undefined, durationMs: elapsed() });
+  let requestHeaders: Record<string, string> | null = null;
+  const failure = (error: string): SendResult => ({ statusCode: null, error, responseBody: null, retryAfter: undefined, durationMs: elapsed(), requestHeaders });
 
   let url: URL;
   try {
@@ -73,11 +76,12 @@ export async function sendNotification(dispatcher: Dispatcher, notification: Not
   }, timeoutMs);
   const onShutdown = () => controller.abort();
   signal?.addEventListener('abort', onShutdown, { once: true });
+  requestHeaders = notificationHeaders(notification);
   try {
     const response = await request(url, {
       dispatcher,
       method: 'POST',
-      headers: notificationHeaders(notification),
+      headers: requestHeaders,
       body: notification.body,
       signal: controller.signal,
     });
@@ -89,6 +93,7 @@ export async function sendNotification(dispatcher: Dispatcher, notification: Not
       responseBody,
       retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
       durationMs: elapsed(),
+      requestHeaders,
     };
   } catch (error) {
     if (timedOut) return failure(`timeout after ${timeoutMs} ms`);

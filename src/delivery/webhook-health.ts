@@ -18,9 +18,10 @@ export async function noteWebhookSuccess(db: Queryable, webhookIds: readonly num
   );
 }
 
-export async function noteWebhookFailure(db: Queryable, webhookIds: readonly number[], clockOffsetMs: number, disableAfterDays: number): Promise<void> {
-  if (webhookIds.length === 0) return;
-  await db.query(
+/** Returns the ids of the webhooks this failure disabled. */
+export async function noteWebhookFailure(db: Queryable, webhookIds: readonly number[], clockOffsetMs: number, disableAfterDays: number): Promise<number[]> {
+  if (webhookIds.length === 0) return [];
+  const { rows } = await db.query<{ id: number; disabled: boolean }>(
     `WITH t AS (SELECT ${dbNow(2)} AS now)
      UPDATE webhooks
         SET failing_since = coalesce(failing_since, t.now),
@@ -30,29 +31,35 @@ export async function noteWebhookFailure(db: Queryable, webhookIds: readonly num
             disabled_at = CASE WHEN active AND coalesce(failing_since, t.now) <= t.now - make_interval(days => $3)
                                THEN t.now ELSE disabled_at END
        FROM t
-      WHERE id = ANY($1::bigint[]) AND (failing_since IS NULL OR (active AND failing_since <= t.now - make_interval(days => $3)))`,
+      WHERE id = ANY($1::bigint[]) AND (failing_since IS NULL OR (active AND failing_since <= t.now - make_interval(days => $3)))
+      RETURNING id, (NOT active AND disabled_reason = $4 AND disabled_at = t.now) AS disabled`,
     [webhookIds, clockOffsetMs, disableAfterDays, failingReason(disableAfterDays)],
   );
+  return rows.filter((row) => row.disabled).map((row) => row.id);
 }
 
 /** The receiver answered 410 Gone: it asked for no more notifications. */
-export async function disableGoneWebhook(db: Queryable, webhookIds: readonly number[], clockOffsetMs: number): Promise<void> {
-  if (webhookIds.length === 0) return;
-  await db.query(
+/** Returns the ids of the webhooks it disabled (those still active). */
+export async function disableGoneWebhook(db: Queryable, webhookIds: readonly number[], clockOffsetMs: number): Promise<number[]> {
+  if (webhookIds.length === 0) return [];
+  const { rows } = await db.query<{ id: number }>(
     `UPDATE webhooks SET active = false, disabled_reason = $3, disabled_at = ${dbNow(2)}, failing_since = coalesce(failing_since, ${dbNow(2)})
-      WHERE id = ANY($1::bigint[]) AND active`,
+      WHERE id = ANY($1::bigint[]) AND active
+      RETURNING id`,
     [webhookIds, clockOffsetMs, 'The receiver answered 410 Gone.'],
   );
+  return rows.map((row) => row.id);
 }
 
 /** Disables every webhook failing for longer than the limit (deliveries may be waiting hours between retries). */
-export async function disableFailingWebhooks(db: Queryable, now: Date, disableAfterDays: number): Promise<number> {
-  const { rowCount } = await db.query(
+export async function disableFailingWebhooks(db: Queryable, now: Date, disableAfterDays: number): Promise<{ id: number; marketplace_code: string; code: string }[]> {
+  const { rows } = await db.query<{ id: number; marketplace_code: string; code: string }>(
     `UPDATE webhooks SET active = false, disabled_reason = $3, disabled_at = $1
-      WHERE active AND failing_since <= $1::timestamptz - make_interval(days => $2)`,
+      WHERE active AND failing_since <= $1::timestamptz - make_interval(days => $2)
+      RETURNING id, marketplace_code, code`,
     [now, disableAfterDays, failingReason(disableAfterDays)],
   );
-  return rowCount;
+  return rows;
 }
 
 function failingReason(days: number): string {

@@ -271,7 +271,7 @@ describe('delivery worker: sending, signing, retries', () => {
 
       const late = (await completeAttempts(ctx.db, [
         { deliveryId: delivery.id, webhookId: webhook.id, startedAt: ctx.clock.now(), durationMs: 1, statusCode: 200, error: null, responseBody: null, outcome: { kind: 'succeeded' } },
-      ], { workerId: 'worker-a', clockOffsetMs: clockOffsetMs(ctx.clock), disableAfterDays: 5 })).has(delivery.id);
+      ], { workerId: 'worker-a', clockOffsetMs: clockOffsetMs(ctx.clock), disableAfterDays: 5 })).recorded.has(delivery.id);
       assert.equal(late, false);
       assert.equal((await deliveryRow(ctx.db, delivery.id)).status, 'delivering');
       assert.equal((await attemptRows(ctx.db, delivery.id)).length, 0);
