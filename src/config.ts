@@ -89,6 +89,12 @@ export const ConfigSchema = Type.Object({
   DELIVERY_RETRY_AFTER_MAX_SECONDS: Integer(3600, 'Upper bound on a receiver\'s Retry-After (429/503).', 0),
   DELIVERY_CONCURRENCY: Integer(100, 'Notifications in flight at once in one worker process.', 1),
   DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK: Integer(10, 'Notifications in flight at once to one webhook.', 1),
+  DELIVERY_TENANT_SHARE: Type.Number({
+    default: 0.5, minimum: 0.01, maximum: 1,
+    description: 'Largest share of a worker\'s slots, and of all deliveries in flight, that one tenant (the webhooks\' owner) may hold; the rest stays free for other tenants.',
+  }),
+  DELIVERY_CLAIM_SCAN_WEBHOOKS: Integer(200, 'Most webhooks with waiting deliveries one claim looks at; the next claim continues after them. Bounds the cost of a claim.', 10),
+  DELIVERY_COMPLETION_BATCH: Integer(200, 'Most finished attempts a worker records in one statement.', 1),
   DELIVERY_LEASE_SECONDS: Integer(60, 'How long a claimed delivery stays with a worker before another may take it.', 5),
   DELIVERY_POLL_INTERVAL_MS: Integer(5000, 'Safety-net poll for due deliveries (LISTEN/NOTIFY wakes the worker sooner).', 50),
   DELIVERY_DISABLE_AFTER_DAYS: Integer(5, 'A webhook failing for this many days without one success is disabled.', 1),

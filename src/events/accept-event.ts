@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/access-tokens.js';
 import type { Clock } from '../clock.js';
 import type { Database } from '../db/database.js';
+import { clockOffsetMs } from '../delivery/database-clock.js';
 import { notifyDeliveryWorkers } from '../delivery/deliveries.repository.js';
 import { AppError } from '../http/errors.js';
 import { buildNotification, matchingTopics } from './envelope.js';
@@ -36,15 +37,26 @@ export function assertMaySendFor(principal: Principal, sellerId: number): void {
 
 function answerExisting(stored: { event_id: string; delivery_count: number; request_hash: string }, hash: string): EventAccepted {
   if (stored.request_hash !== hash) {
-    throw new AppError('conflict', 'This event_id was already used in this marketplace for a different event.');
+    throw new AppError('conflict', 'This event_id was already used for a different event of this seller in this marketplace.');
   }
   return { event_id: stored.event_id, deliveries: stored.delivery_count };
 }
 
 /**
+ * The per-entity ordering key of a delivery (within its webhook): the marketplace, the seller and the
+ * entity, so that one seller's failing delivery never holds back another seller's entity with the
+ * same id. Neither a marketplace code nor a seller id contains ':'.
+ */
+export function entityOrderKey(marketplaceCode: string, sellerId: number, entityId: string | number): string {
+  return `${marketplaceCode}:${sellerId}:${entityId}`;
+}
+
+/**
  * Accepts one event: the event row and one delivery per matching webhook are committed together
  * (transactional outbox), and the same transaction wakes the delivery workers. A repeated
- * event_id returns the first answer and creates nothing.
+ * event_id returns the first answer and creates nothing. event_id is scoped to the producer, the
+ * seller the event is for: whoever sends it (a seller user, an admin or, later, an API key) may send
+ * only for sellers it may act for, and the lookup never reads another seller's events.
  */
 export async function acceptEvent(deps: { db: Database; clock: Clock }, principal: Principal, marketplaceCode: string, event: EventBody): Promise<EventAccepted> {
   const { db, clock } = deps;
@@ -54,7 +66,7 @@ export async function acceptEvent(deps: { db: Database; clock: Clock }, principa
   if (event.event_id !== undefined) {
     // Most repeats are retries of a committed event: they get the first answer, even if the
     // database changed since (a connection removed), and without opening a transaction.
-    const stored = await findEvent(db, marketplaceCode, eventId);
+    const stored = await findEvent(db, marketplaceCode, event.seller_id, eventId);
     if (stored) return answerExisting(stored, hash);
   }
   await validateEvent(db, marketplaceCode, event);
@@ -75,7 +87,7 @@ export async function acceptEvent(deps: { db: Database; clock: Clock }, principa
     });
     if (rowId === undefined) {
       // Another request with this event_id committed first (we waited on its row).
-      const stored = await findEvent(tx, marketplaceCode, eventId);
+      const stored = await findEvent(tx, marketplaceCode, event.seller_id, eventId);
       if (!stored) throw new Error('event_id conflict without a stored event');
       return answerExisting(stored, hash);
     }
@@ -83,9 +95,10 @@ export async function acceptEvent(deps: { db: Database; clock: Clock }, principa
       eventRowId: rowId,
       marketplaceCode,
       sellerId: event.seller_id,
-      entityKey: String(event.entity_id),
+      entityKey: entityOrderKey(marketplaceCode, event.seller_id, event.entity_id),
       topics: matchingTopics(event.topic, event.state_to),
       now,
+      clockOffsetMs: clockOffsetMs(clock),
     });
     await setDeliveryCount(tx, rowId, count);
     if (count > 0) await notifyDeliveryWorkers(tx);

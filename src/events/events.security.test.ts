@@ -70,10 +70,13 @@ describe('event intake: who may send what', () => {
 
   test('event_id keys of one seller cannot be used to read another seller\'s event', async () => {
     await postEvent(ctx, world.headers.seller1, sampleEvent('order/create', world, { event_id: 'shared-key' }));
-    // Same key, seller 2's own event: refused as a different event, and the answer carries nothing of seller 1's.
+    // Same key, seller 2's own event: keys are scoped to the seller, so it is a new event of seller 2,
+    // neither refused (no probing which keys seller 1 used) nor answered with seller 1's result.
     const response = await postEvent(ctx, world.headers.seller2, sampleEvent('order/create', world, { event_id: 'shared-key', seller_id: 2 }));
-    assert.equal(response.statusCode, 409);
-    assert.equal(response.json().deliveries, undefined);
-    assert.equal(await eventCount(), 1);
+    assert.equal(response.statusCode, 202);
+    assert.equal(await eventCount(), 2);
+    // Seller 2 cannot reach into seller 1's scope by naming seller 1.
+    const foreign = await postEvent(ctx, world.headers.seller2, sampleEvent('order/create', world, { event_id: 'shared-key' }));
+    assert.equal(foreign.statusCode, 403);
   });
 });
