@@ -23,6 +23,8 @@ import { deliveryRoutes } from './delivery/deliveries.routes.js';
 import { createMetrics } from './delivery/metrics.js';
 import { metricsRoutes } from './delivery/metrics.routes.js';
 import { testNotificationRoutes } from './delivery/test-notification.routes.js';
+import { adminRoutes } from './admin/admin.routes.js';
+import { jwksRoutes } from './auth/jwks.routes.js';
 
 export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
 
@@ -31,6 +33,9 @@ export const REDACTED_PATHS = [
   'req.headers.authorization',
   'req.headers.cookie',
   '*.password',
+  '*.current_password',
+  '*.new_password',
+  '*.key',
   '*.refresh_token',
   '*.token',
   '*.secret',
@@ -83,5 +88,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(eventRoutes, feature);
   await app.register(deliveryRoutes, feature);
   await app.register(testNotificationRoutes, feature);
+  await app.register(adminRoutes, feature);
+  await app.register(jwksRoutes, feature);
   return app;
 }

@@ -53,6 +53,9 @@ export const ConfigSchema = Type.Object({
   LOGIN_COOLDOWN_BASE_SECONDS: Integer(1, 'First cooldown once a login limit is passed; each further failure doubles it.', 1),
   LOGIN_COOLDOWN_MAX_SECONDS: Integer(900, 'Longest login cooldown.', 1),
   AUTH_AUDIT_RETENTION_DAYS: Integer(90, 'Audit events of logins, refreshes and logouts older than this are pruned.', 1),
+  API_KEY_LAST_USED_RESOLUTION_SECONDS: Integer(60, 'An API key\'s last-used time is written at most this often, not on every request.', 1),
+  JWT_KEYS_RELOAD_SECONDS: Integer(10, 'How often each process reloads the JWT signing keys from the database; a rotated-in key starts signing this long after `plaza keys rotate-jwt`, once every process knows it.', 1, 3600),
+  JWKS_MAX_AGE_SECONDS: Integer(300, 'Cache-Control max-age of GET /.well-known/jwks.json.', 0),
   REDIS_URL: OptionalText('redis://… Keeps login-limit counters in Redis instead of the database.'),
 
   // Webhooks

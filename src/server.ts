@@ -9,7 +9,7 @@ import { migrate } from './db/migrate.js';
 import { openDatabase } from './db/open.js';
 import { startDeliveryWorker, type DeliveryWorker } from './delivery/worker.js';
 import { createMetrics } from './delivery/metrics.js';
-import { loadKeys } from './keys.js';
+import { loadKeys, startKeyReloader } from './keys.js';
 
 export type Role = 'all' | 'api' | 'worker';
 
@@ -25,10 +25,18 @@ export const FIRST_USER_HINT = [
 /** `plaza serve`: the API, the delivery worker, or both, until SIGTERM or SIGINT. */
 export async function serve(config: Config, role: Role): Promise<void> {
   const logger = pino({ level: config.LOG_LEVEL, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } });
-  // Keys first: a bad key is a configuration mistake, reported before anything is opened.
-  const keys = await loadKeys(config);
   const db = await openDatabase(config, (error) => logger.warn({ err: error }, 'database connection error'));
   await migrateWhenReachable(db, logger);
+  // Keys live in the database (encrypted under SECRETS_KEY): a process whose SECRETS_KEY cannot
+  // open them refuses to start here, before serving or delivering anything.
+  let keys;
+  try {
+    keys = await loadKeys(config, db, systemClock.now());
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
+  const stopKeyReloader = startKeyReloader(keys, db, config, systemClock, (error) => logger.error({ err: error }, 'reloading the JWT keys failed; keeping the current ones'));
   if ((await countUsers(db)) === 0) {
     logger.warn('no user exists yet');
     // Said in plain words too: a person starting Plaza for the first time reads this, not a log parser.
@@ -54,6 +62,7 @@ export async function serve(config: Config, role: Role): Promise<void> {
     }, config.SHUTDOWN_TIMEOUT_MS + 5000);
     deadline.unref();
     // Stop accepting first, let in-flight requests and sends finish, then close the database.
+    stopKeyReloader();
     await Promise.allSettled([app?.close(), worker?.stop()]);
     await db.close();
     logger.info('stopped');

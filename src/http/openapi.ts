@@ -54,9 +54,10 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'events', description: 'Event intake from the platform' },
         { name: 'deliveries', description: 'Delivery history and steering' },
         { name: 'operations', description: 'Health, readiness and metrics' },
+        { name: 'admin', description: 'Administration: marketplaces, sellers, connections, users and API keys' },
       ],
       components: {
-        securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+        securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT or API key (plz_…)' } },
       },
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },

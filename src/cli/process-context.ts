@@ -1,0 +1,38 @@
+import { loadConfig, type Config } from '../config.js';
+import type { Database } from '../db/database.js';
+import { migrate } from '../db/migrate.js';
+import { openDatabase } from '../db/open.js';
+import type { CliContext } from './command.js';
+
+/**
+ * Opens the database a CLI command works on, migrated unless told not to. The one place where
+ * the CLI opens a database: change this when the way of opening changes.
+ */
+export async function openCliDatabase(config: Config, options: { migrate?: boolean } = {}): Promise<Database> {
+  const db = await openDatabase(config);
+  try {
+    if (options.migrate !== false) await migrate(db);
+    return db;
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
+}
+
+/** The context of `plaza` run from a shell: the environment, standard streams, the real clock. */
+export function processContext(): CliContext & { close(): Promise<void> } {
+  let config: Config | undefined;
+  let db: Promise<Database> | undefined;
+  const context = {
+    config: () => (config ??= loadConfig()),
+    database: (options?: { migrate?: boolean }) => (db ??= openCliDatabase(context.config(), options)),
+    stdin: process.stdin,
+    out: (text: string) => void process.stdout.write(`${text}\n`),
+    err: (text: string) => void process.stderr.write(`${text}\n`),
+    now: () => new Date(),
+    async close() {
+      if (db) await (await db.catch(() => undefined))?.close();
+    },
+  };
+  return context;
+}
