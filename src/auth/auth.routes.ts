@@ -116,6 +116,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
       preHandler: requireUser,
       schema: {
         tags: ['auth'],
+        operationId: 'changePassword',
         summary: 'Change the user\'s password',
         description: 'Requires the current password (failures count towards the login limits). Ends every other session of the user; the current one stays.',
         security: [{ bearerAuth: [] }],
