@@ -1,7 +1,5 @@
 import { loadConfig, type Config } from '../config.js';
 import type { Database } from '../db/database.js';
-import { migrate } from '../db/migrate.js';
-import { openDatabase } from '../db/open.js';
 import type { CliContext } from './command.js';
 
 /**
@@ -9,6 +7,8 @@ import type { CliContext } from './command.js';
  * the CLI opens a database: change this when the way of opening changes.
  */
 export async function openCliDatabase(config: Config, options: { migrate?: boolean } = {}): Promise<Database> {
+  // Imported on use: `--help` and mistakes never load a database driver.
+  const [{ openDatabase }, { migrate }] = await Promise.all([import('../db/open.js'), import('../db/migrate.js')]);
   const db = await openDatabase(config);
   try {
     if (options.migrate !== false) await migrate(db);

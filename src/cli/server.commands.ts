@@ -1,5 +1,4 @@
-import { migrate } from '../db/migrate.js';
-import { serve, type Role } from '../server.js';
+import type { Role } from '../server.js';
 import type { Command } from './command.js';
 import { UsageError } from './usage-error.js';
 
@@ -14,6 +13,8 @@ export const serverCommands: Command[] = [
     options: { role: { type: 'string', default: 'all' } },
     async run({ values }, ctx) {
       if (!ROLES.includes(values.role as Role)) throw new UsageError(`--role must be all, api or worker, not "${String(values.role)}".`);
+      // Imported on use: help and the other commands do not load the whole server.
+      const { serve } = await import('../server.js');
       await serve(ctx.config(), values.role as Role);
     },
   },
@@ -23,6 +24,7 @@ export const serverCommands: Command[] = [
     summary: 'Apply pending database migrations',
     async run(_input, ctx) {
       // database() migrates too; migrating again here reports what happened.
+      const { migrate } = await import('../db/migrate.js');
       const applied = await migrate(await ctx.database({ migrate: false }));
       ctx.out(applied.length ? `Applied ${applied.join(', ')}.` : 'The database is up to date.');
     },
