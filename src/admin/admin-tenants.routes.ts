@@ -6,14 +6,13 @@ import { principalOf } from '../auth/authenticate.js';
 import type { FeatureDeps } from '../deps.js';
 import { notFound } from '../http/errors.js';
 import { problemResponses } from '../http/openapi.js';
-import { MarketplaceCode, MAX_INT32 } from '../http/path-params.js';
+import { MarketplaceCode } from '../http/path-params.js';
+import { Id, IdParams, Timestamp } from './admin-schemas.js';
 import { actorOf } from './admin-audit.repository.js';
 import { ADMIN_SECURITY, requireRole } from './admin-guard.js';
 import { ADMIN_PAGE_SIZE, decodeKey, LINK_HEADER, pageOf, PageQuery } from './admin-pages.js';
 
-const Id = Type.Integer({ minimum: 1, maximum: MAX_INT32 });
 const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' });
-const Timestamp = Type.String({ format: 'date-time' });
 
 const Marketplace = Type.Object({ code: Type.String(), name: Type.String(), created_at: Timestamp }, { additionalProperties: false });
 const Seller = Type.Object({ id: Type.Integer(), name: Type.String(), active: Type.Boolean(), created_at: Timestamp }, { additionalProperties: false });
@@ -57,7 +56,6 @@ export const adminTenantRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (
   });
 
   // Sellers
-  const IdParams = Type.Object({ id: Id });
   app.post('/api/v2/admin/sellers', {
     schema: { ...schema, operationId: 'adminCreateSeller', summary: 'Create a seller', body: Type.Object({ id: Id, name: Name }, { additionalProperties: false }), response: { 201: Seller, ...problemResponses(400, 401, 403, 409, 503) } },
   }, async (request, reply) => reply.code(201).send(iso(await createSeller(db, request.body.id, request.body.name.trim(), actorOf(principalOf(request)), clock.now()))));

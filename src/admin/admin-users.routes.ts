@@ -6,14 +6,14 @@ import { principalOf } from '../auth/authenticate.js';
 import type { FeatureDeps } from '../deps.js';
 import { invalidField, notFound } from '../http/errors.js';
 import { problemResponses } from '../http/openapi.js';
-import { MarketplaceCode, MAX_INT32 } from '../http/path-params.js';
+import { MarketplaceCode } from '../http/path-params.js';
+import { Id, IdParams, RoleSchema, Timestamp } from './admin-schemas.js';
 import { actorOf } from './admin-audit.repository.js';
 import { ADMIN_SECURITY, requireRole } from './admin-guard.js';
 import { ADMIN_PAGE_SIZE, decodeKey, LINK_HEADER, pageOf, PageQuery } from './admin-pages.js';
 import { withConstraints } from './db-conflicts.js';
 
-const Id = Type.Integer({ minimum: 1, maximum: MAX_INT32 });
-const Role = Type.Union([Type.Literal('seller'), Type.Literal('marketplace'), Type.Literal('admin')]);
+const Role = RoleSchema;
 const Password = Type.String({ minLength: PASSWORD_MIN_LENGTH, maxLength: PASSWORD_MAX_LENGTH });
 
 const User = Type.Object(
@@ -24,8 +24,8 @@ const User = Type.Object(
     role: Role,
     marketplace_code: Type.Union([Type.String(), Type.Null()]),
     active: Type.Boolean(),
-    created_at: Type.String({ format: 'date-time' }),
-    updated_at: Type.String({ format: 'date-time' }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
   },
   { additionalProperties: false },
 );
@@ -38,7 +38,6 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (ap
   const { db, clock } = deps;
   app.addHook('onRequest', requireRole(deps, 'admin'));
   const schema = { tags: ['admin'], security: ADMIN_SECURITY };
-  const IdParams = Type.Object({ id: Id });
 
   app.post('/api/v2/admin/users', {
     schema: {

@@ -7,13 +7,13 @@ import { principalOf } from '../auth/authenticate.js';
 import type { FeatureDeps } from '../deps.js';
 import { AppError, notFound } from '../http/errors.js';
 import { problemResponses } from '../http/openapi.js';
-import { MarketplaceCode, MAX_INT32 } from '../http/path-params.js';
+import { MarketplaceCode } from '../http/path-params.js';
+import { Id, IdParams, RoleSchema } from './admin-schemas.js';
 import { actorOf } from './admin-audit.repository.js';
 import { ADMIN_SECURITY, requireRole } from './admin-guard.js';
 import { ADMIN_PAGE_SIZE, decodeKey, LINK_HEADER, pageOf, PageQuery } from './admin-pages.js';
 
-const Id = Type.Integer({ minimum: 1, maximum: MAX_INT32 });
-const Role = Type.Union([Type.Literal('seller'), Type.Literal('marketplace'), Type.Literal('admin')]);
+const Role = RoleSchema;
 const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
 
 const ApiKey = Type.Object(
@@ -56,7 +56,6 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
   const { db, clock } = deps;
   app.addHook('onRequest', requireRole(deps, 'admin', 'marketplace'));
   const schema = { tags: ['admin'], security: ADMIN_SECURITY };
-  const IdParams = Type.Object({ id: Id });
 
   app.post('/api/v2/admin/api-keys', {
     schema: {

@@ -42,9 +42,10 @@ export async function runInProcess(args: string[], options: { db?: Database; con
 const CLI = join(projectRoot, 'dist/src/main.js');
 
 /** Runs `plaza …` as a separate process, as a user would. */
-export function runProcess(env: Record<string, string>, args: string[], stdin = ''): Promise<Omit<CliRun, 'openedDatabase'>> {
+export function runProcess(env: Record<string, string>, args: string[], stdin = '', timeoutMs = 120_000): Promise<Omit<CliRun, 'openedDatabase'>> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', ...env } });
+    // The timeout ends a process that should have exited but runs on (a server that should have refused to start).
+    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', ...env }, timeout: timeoutMs });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));

@@ -10,6 +10,7 @@ import { verifyPassword } from '../auth/passwords.js';
 import { loadConfig, type Config } from '../config.js';
 import { packageVersion } from '../paths.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
+import { createTestDatabase } from '../testing/test-database.js';
 import { runInProcess, runProcess } from './cli-test-kit.js';
 import { COMMANDS } from './commands.js';
 
@@ -181,6 +182,22 @@ describe('plaza as a process', () => {
       assert.doesNotMatch(run.stderr, /\n\s+at /, 'no stack trace for a usage error');
     }
     assert.equal(existsSync(dataDir), false);
+  });
+
+  test('a server whose SECRETS_KEY differs from the database\'s refuses to start, saying which key', async () => {
+    const testDb = process.env.DATABASE_URL ? await createTestDatabase() : undefined;
+    const database: Record<string, string> = testDb ? { DATABASE_URL: testDb.url! } : { DATA_DIR: join(dataDir, '..', 'embedded') };
+    try {
+      const keyA = randomBytes(32).toString('base64');
+      const first = await runProcess({ ...database, SECRETS_KEY: keyA }, ['keys', 'rotate-jwt']);
+      assert.equal(first.code, 0, first.stderr);
+      const other = await runProcess({ ...database, SECRETS_KEY: randomBytes(32).toString('base64'), PORT: '0', HOST: '127.0.0.1' }, ['serve'], '', 60_000);
+      assert.equal(other.code, 2, other.stderr);
+      assert.match(other.stderr, /SECRETS_KEY differs: this process's key \(from SECRETS_KEY, fingerprint [0-9a-f]+\) is not the one this database's secrets are encrypted under/);
+      assert.doesNotMatch(other.stderr, /\n\s+at /);
+    } finally {
+      await testDb?.close();
+    }
   });
 
   test('a wrong configuration value names the variable', async () => {
