@@ -4,6 +4,7 @@ import type { Database, Queryable } from '../db/database.js';
 import { AppError, invalidField, notFound } from '../http/errors.js';
 import type { ApiKeyPrincipal } from './access-tokens.js';
 import { hashApiKey, newApiKey, shownPrefixOf } from './api-keys.js';
+import { NO_SELLER } from './token-pair.js';
 import { findActiveApiKeyByHash, insertApiKey, revokeApiKey, touchApiKey, type ApiKeyRow } from './api-keys.repository.js';
 
 export interface ApiKeyInput {
@@ -89,7 +90,7 @@ export async function authenticateApiKey(db: Queryable, key: string, now: Date, 
     apiKeyId: row.id,
     userId: null,
     sessionId: null,
-    sellerId: row.seller_id ?? 0,
+    sellerId: row.seller_id ?? NO_SELLER,
     role: row.role,
     marketplaceCode: row.marketplace_code,
     tokenId: `api_key:${row.id}`,

@@ -13,10 +13,11 @@ export const keyCommands: Command[] = [
     summary: 'Show the SECRETS_KEY fingerprints (this process and the database) and the JWT keys',
     async run(_input, ctx) {
       const config = ctx.config();
-      const secrets = resolveSecretsKey(config);
+      // Looking must not create a key file: without SECRETS_KEY and without the file there is no key yet.
+      const secrets = config.SECRETS_KEY || readKeyFile(config.DATA_DIR) ? resolveSecretsKey(config) : undefined;
       const db = await ctx.database();
       const check = await db.query<{ fingerprint: string }>(`SELECT fingerprint FROM secrets_key_check`);
-      ctx.out(`SECRETS_KEY from ${secrets.source}: fingerprint ${fingerprintOf(secrets.key)}`);
+      ctx.out(secrets ? `SECRETS_KEY from ${secrets.source}: fingerprint ${fingerprintOf(secrets.key)}` : 'SECRETS_KEY: not set, and no key file in DATA_DIR yet');
       ctx.out(`database secrets encrypted under:  fingerprint ${check.rows[0]?.fingerprint ?? '(not recorded yet)'}`);
       if (config.JWT_PRIVATE_KEY) ctx.out('JWT signing key: JWT_PRIVATE_KEY (from the environment)');
       const { rows } = await db.query<{ kid: string; activates_at: Date; retired_at: Date | null }>(`SELECT kid, activates_at, retired_at FROM jwt_signing_keys ORDER BY activates_at`);
