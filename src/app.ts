@@ -12,8 +12,10 @@ import { systemClock } from './clock.js';
 import type { AppDeps, FeatureDeps } from './deps.js';
 import { registerOpenApi } from './http/openapi.js';
 import { registerProblemHandlers, sendFrameworkProblem, writeClientProblem } from './http/problem.js';
+import { defaultBodyLimit } from './http/body-limits.js';
 import { refuseDeepBodies } from './http/json-depth.js';
 import { createValidatorCompiler } from './http/validation.js';
+import { parseTrustProxy, proxyTrustFunction } from './net/trusted-proxies.js';
 import { healthRoutes } from './http/health.routes.js';
 import { authRoutes } from './auth/auth.routes.js';
 import { productRoutes } from './products/products.routes.js';
@@ -25,6 +27,8 @@ import { metricsRoutes } from './delivery/metrics.routes.js';
 import { testNotificationRoutes } from './delivery/test-notification.routes.js';
 import { adminRoutes } from './admin/admin.routes.js';
 import { jwksRoutes } from './auth/jwks.routes.js';
+import { portalLinkRoutes } from './portal/portal-links.routes.js';
+import { portalRoutes } from './portal/portal.routes.js';
 
 export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
 
@@ -49,9 +53,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const feature: FeatureDeps = { config, db: deps.db, keys: deps.keys, clock: deps.clock ?? systemClock, metrics: deps.metrics ?? createMetrics() };
 
   const options: FastifyServerOptions = {
-    bodyLimit: config.BODY_LIMIT_BYTES,
-    // Trust exactly TRUST_PROXY hops of X-Forwarded-For; a client cannot spoof its way past them.
-    trustProxy: (_address: string, hop: number) => hop < config.TRUST_PROXY,
+    // Per route: src/http/body-limits.ts (event intake and login/refresh set their own).
+    bodyLimit: defaultBodyLimit(config),
+    // X-Forwarded-For counts only from the proxies TRUST_PROXY names (or its last n hops).
+    trustProxy: proxyTrustFunction(parseTrustProxy(config.TRUST_PROXY)),
     // A caller's X-Request-Id is kept when it is sane, so that logs join across services.
     genReqId: (request) => {
       const given = request.headers['x-request-id'];
@@ -90,5 +95,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(testNotificationRoutes, feature);
   await app.register(adminRoutes, feature);
   await app.register(jwksRoutes, feature);
+  await app.register(portalLinkRoutes, feature);
+  await app.register(portalRoutes, feature);
   return app;
 }

@@ -2,6 +2,7 @@ import { Type, type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import { parseRetrySchedule } from './delivery/retry-schedule.js';
 import { parseNetworks } from './net/address-policy.js';
+import { parseTrustProxy } from './net/trusted-proxies.js';
 
 /**
  * Every setting of Plaza, read from environment variables of the same name.
@@ -21,8 +22,11 @@ export const ConfigSchema = Type.Object({
     default: 'info',
     description: 'Minimum level of the JSON logs written to standard output: fatal, error, warn, info, debug, trace or silent.',
   }),
-  TRUST_PROXY: Integer(0, 'How many reverse-proxy hops in front of Plaza to trust for X-Forwarded-For. 0 uses the socket address only.', 0, 10),
-  BODY_LIMIT_BYTES: Integer(1_048_576, 'Largest accepted request body; larger bodies get 413.', 1024),
+  TRUST_PROXY: Text(
+    '',
+    'Who may name the client in X-Forwarded-For: a comma-separated list of the reverse proxies\' addresses or CIDR ranges (e.g. 10.0.0.0/8), trusted only when the request comes from them; or a hop count 1–10 (weaker: a client that reaches Plaza directly chooses its address). Empty or 0: the socket address only.',
+  ),
+  BODY_LIMIT_BYTES: Integer(1_048_576, 'Largest event body (POST /v1/{marketplace_code}/events); larger bodies get 413. Login and refresh accept 4 KiB, other routes 64 KiB (never more than this).', 1024),
   SHUTDOWN_TIMEOUT_MS: Integer(10_000, 'On SIGTERM/SIGINT, how long in-flight requests and sends may take before the process exits.', 0),
 
   // Storage
@@ -47,16 +51,18 @@ export const ConfigSchema = Type.Object({
   JWT_CLOCK_TOLERANCE_SECONDS: Integer(5, 'Leeway for exp/iat/nbf when verifying access tokens.', 0, 300),
   REFRESH_TOKEN_TTL_SECONDS: Integer(604_800, 'Lifetime of a refresh token from its issue (spec: 7 days).', 60),
   REFRESH_REUSE_GRACE_SECONDS: Integer(0, 'Seconds after a rotation during which the same refresh token returns the same successor instead of counting as reuse. 0 is the spec rule.', 0, 300),
-  LOGIN_FREE_FAILURES_PER_USER_IP: Integer(3, 'Consecutive failures per (username, IP) before cooldowns start.', 0),
-  LOGIN_FAILURES_PER_USER_PER_HOUR: Integer(10, 'Failures per username over all IPs within an hour before cooldowns start.', 1),
+  LOGIN_FREE_FAILURES_PER_USER_IP: Integer(3, 'Consecutive failures per (user, IP) before cooldowns start.', 0),
+  LOGIN_FAILURES_PER_USER_PER_HOUR: Integer(10, 'Failures per user over all IPs within an hour after which every (user, IP) gets only one free failure. Never refuses by itself, so nobody can lock a user out.', 1),
   LOGIN_FAILURES_PER_IP_PER_HOUR: Integer(50, 'Failures per IP over all usernames within an hour before cooldowns start.', 1),
   LOGIN_COOLDOWN_BASE_SECONDS: Integer(1, 'First cooldown once a login limit is passed; each further failure doubles it.', 1),
   LOGIN_COOLDOWN_MAX_SECONDS: Integer(900, 'Longest login cooldown.', 1),
+  LOGIN_REFUSAL_AUDIT_WINDOW_SECONDS: Integer(60, 'Refused (429) logins are audited as one login_limited row per user and IP per window of this length, with the count.', 1, 3600),
   AUTH_AUDIT_RETENTION_DAYS: Integer(90, 'Audit events of logins, refreshes and logouts older than this are pruned.', 1),
   API_KEY_LAST_USED_RESOLUTION_SECONDS: Integer(60, 'An API key\'s last-used time is written at most this often, not on every request.', 1),
   JWT_KEYS_RELOAD_SECONDS: Integer(10, 'How often each process reloads the JWT signing keys from the database; a rotated-in key starts signing this long after `plaza keys rotate-jwt`, once every process knows it.', 1, 3600),
   JWKS_MAX_AGE_SECONDS: Integer(300, 'Cache-Control max-age of GET /.well-known/jwks.json.', 0),
   REDIS_URL: OptionalText('redis://… Keeps login-limit counters in Redis instead of the database.'),
+  REDIS_KEY_PREFIX: Text('plaza:', 'Prefix of every Redis key Plaza writes, so that several deployments can share one Redis.'),
 
   // Webhooks
   WEBHOOKS_PER_TENANT_LIMIT: Integer(100, 'Most webhooks one tenant may have per marketplace.', 1),
@@ -75,7 +81,14 @@ export const ConfigSchema = Type.Object({
   DELIVERY_POLL_INTERVAL_MS: Integer(5000, 'Safety-net poll for due deliveries (LISTEN/NOTIFY wakes the worker sooner).', 50),
   DELIVERY_DISABLE_AFTER_DAYS: Integer(5, 'A webhook failing for this many days without one success is disabled.', 1),
   DELIVERY_RETENTION_DAYS: Integer(30, 'Finished deliveries, their attempts and event payloads older than this are pruned.', 1),
-  DELIVERY_REPLAY_MAX_DAYS: Integer(14, 'How far back POST …/webhooks/{code}/replay may reach for failed deliveries.', 1),
+  DELIVERY_REPLAY_MAX_DAYS: Integer(14, 'How far back POST …/webhooks/{code}/replay may reach (the replay\'s time window starts at most this many days ago).', 1),
+  DELIVERY_REPLAY_RATE_PER_SECOND: Integer(10, 'Pacing of a replay: its deliveries become due this many per second, oldest first, so a large replay does not flood the receiver.', 1, 10_000),
+  DELIVERY_REPLAY_MAX_DELIVERIES: Integer(10_000, 'Most deliveries one replay may send; a larger match is refused (narrow the filter).', 1),
+
+  // Portal
+  PORTAL_SESSION_TTL_SECONDS: Integer(28_800, 'Lifetime of a portal session (web pages at /portal) from its sign-in.', 60),
+  PORTAL_LINK_TTL_SECONDS: Integer(900, 'How long a one-time portal link stays valid (15 minutes).', 30, 86_400),
+  PORTAL_PUBLIC_URL: OptionalText('Base URL of Plaza as browsers reach it (https://plaza.example.com), used in portal links. Unset: taken from the request that creates the link.'),
 });
 
 export type Config = Static<typeof ConfigSchema>;
@@ -119,6 +132,7 @@ const invalid = (lines: string[]) => new ConfigError(`Invalid configuration:\n  
 /** Formats the schema cannot express, checked at start rather than at first use. */
 const FORMAT_CHECKS: [keyof Config, (config: Config) => void][] = [
   ['WEBHOOK_ALLOWED_NETWORKS', (config) => parseNetworks(config.WEBHOOK_ALLOWED_NETWORKS)],
+  ['TRUST_PROXY', (config) => parseTrustProxy(config.TRUST_PROXY)],
   [
     'DELIVERY_RETRY_SCHEDULE',
     (config) => {

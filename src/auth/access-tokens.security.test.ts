@@ -94,6 +94,22 @@ describe('access token verification rejects forgeries with 401 unauthorized', ()
     await assertRejected(await sign({ ...base, exp: undefined }), 'no exp');
   });
 
+  test('iat in the future beyond the leeway (issue 13 item 9); within it still accepted', async () => {
+    const leeway = ctx.config.JWT_CLOCK_TOLERANCE_SECONDS;
+    const base = claims();
+    await assertRejected(await sign({ ...base, iat: now + leeway + 1, exp: now + leeway + 1 + 900 }), 'iat ahead');
+    await assertRejected(await sign({ ...base, iat: now + 86_400 * 365, exp: now + 86_400 * 365 + 900 }), 'iat a year ahead');
+    assert.equal((await getProducts(ctx, await sign({ ...base, iat: now + leeway, exp: now + leeway + 900 }))).statusCode, 200);
+  });
+
+  test('a lifetime longer than ACCESS_TOKEN_TTL_SECONDS (issue 13 item 9)', async () => {
+    const ttl = ctx.config.ACCESS_TOKEN_TTL_SECONDS;
+    const base = claims();
+    await assertRejected(await sign({ ...base, exp: now + 10 * 365 * 86_400 }), 'exp ten years ahead');
+    await assertRejected(await sign({ ...base, exp: now + ttl + 1 }), 'one second too long');
+    assert.equal((await getProducts(ctx, await sign({ ...base, exp: now + ttl }))).statusCode, 200);
+  });
+
   test('nbf in the future', async () => {
     await assertRejected(await sign(claims({ nbf: Math.floor(ctx.clock.now().getTime() / 1000) + 60 })), 'nbf');
   });

@@ -66,7 +66,10 @@ const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 
 /**
  * Verifies an access token: the algorithm is pinned (no `none`, no HMAC confusion), the key is
- * chosen by kid among the configured verification keys only, typ/iss/aud/exp are checked.
+ * chosen by kid among the configured verification keys only, typ/iss/aud/exp are checked, and so
+ * are iat and the lifetime: a token issued in the future (beyond the clock tolerance) or living
+ * longer than ACCESS_TOKEN_TTL_SECONDS was not issued by this service as configured, even when its
+ * signature is right (a leaked signing key, a signer elsewhere misconfigured), and is refused.
  */
 export async function verifyAccessToken(keys: Keys, config: Config, token: string, now: Date): Promise<UserPrincipal> {
   return (await verifyWithWindow(keys, config, token, now)).principal;
@@ -94,6 +97,8 @@ async function verifyWithWindow(keys: Keys, config: Config, token: string, now: 
         issuer: config.JWT_ISSUER,
         audience: config.JWT_AUDIENCE,
         clockTolerance: config.JWT_CLOCK_TOLERANCE_SECONDS,
+        // Also refuses an iat in the future, beyond the tolerance.
+        maxTokenAge: config.ACCESS_TOKEN_TTL_SECONDS,
         currentDate: now,
         requiredClaims: ['sub', 'sid', 'seller_id', 'role', 'iat', 'exp', 'jti'],
       },
@@ -102,6 +107,7 @@ async function verifyWithWindow(keys: Keys, config: Config, token: string, now: 
     if (!Number.isSafeInteger(userId) || !Number.isSafeInteger(payload.seller_id) || typeof payload.sid !== 'string' || !SESSION_ID.test(payload.sid) || !['seller', 'marketplace', 'admin'].includes(payload.role)) {
       throw new InvalidAccessTokenError('malformed claims');
     }
+    if (payload.exp! - payload.iat! > config.ACCESS_TOKEN_TTL_SECONDS) throw new InvalidAccessTokenError('lifetime longer than ACCESS_TOKEN_TTL_SECONDS');
     const leewayMs = config.JWT_CLOCK_TOLERANCE_SECONDS * 1000;
     return {
       principal: {
@@ -112,7 +118,7 @@ async function verifyWithWindow(keys: Keys, config: Config, token: string, now: 
         marketplaceCode: typeof payload.mkt === 'string' ? payload.mkt : null,
         tokenId: String(payload.jti),
       },
-      validFrom: typeof payload.nbf === 'number' ? payload.nbf * 1000 - leewayMs : -Infinity,
+      validFrom: Math.max(payload.iat!, payload.nbf ?? -Infinity) * 1000 - leewayMs,
       validUntil: payload.exp! * 1000 + leewayMs,
     };
   } catch (error) {

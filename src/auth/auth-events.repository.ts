@@ -28,10 +28,11 @@ export interface AuthEvent {
   detail?: Record<string, unknown>;
 }
 
-export async function recordAuthEvent(db: Queryable, event: AuthEvent): Promise<void> {
-  await db.query(
+/** Returns the id of the new row. */
+export async function recordAuthEvent(db: Queryable, event: AuthEvent): Promise<string> {
+  const { rows } = await db.query<{ id: string }>(
     `INSERT INTO auth_events (type, user_id, username, session_id, ip, user_agent, created_at, detail)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb)`,
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb) RETURNING id::text AS id`,
     [
       event.type,
       event.userId ?? null,
@@ -43,6 +44,7 @@ export async function recordAuthEvent(db: Queryable, event: AuthEvent): Promise<
       event.detail ? JSON.stringify(event.detail) : null,
     ],
   );
+  return rows[0]!.id;
 }
 
 /** A bounded copy of the User-Agent header for sessions and audit rows. */

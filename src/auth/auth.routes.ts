@@ -1,12 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { FeatureDeps } from '../deps.js';
+import { CREDENTIALS_BODY_LIMIT_BYTES } from '../http/body-limits.js';
 import { problemResponses } from '../http/openapi.js';
 import { authenticate, userPrincipalOf } from './authenticate.js';
 import { createLoginLimiter } from './login-limits.js';
 import { login } from './login.service.js';
 import { verifyDummyPassword } from './passwords.js';
 import { refresh } from './refresh.service.js';
+import { RefusedLoginAudit } from './refused-login-audit.js';
 import { originOf } from './request-origin.js';
 import { changeOwnPassword } from './password-change.service.js';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../accounts/users.service.js';
@@ -35,15 +37,22 @@ const LoginBody = Type.Object({
 const RefreshBody = Type.Object({ refresh_token: Type.String({ minLength: 1, maxLength: 1024 }) });
 
 export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {
-  const limiter = createLoginLimiter({ config: deps.config, db: deps.db });
+  const guards = {
+    limiter: createLoginLimiter({ config: deps.config, db: deps.db }),
+    refusals: new RefusedLoginAudit(deps.db, deps.clock, deps.config.LOGIN_REFUSAL_AUDIT_WINDOW_SECONDS * 1000),
+  };
   // Builds the dummy hash now, so that the first unknown-user login costs what later ones do.
   void verifyDummyPassword('warm-up').catch(() => {});
-  app.addHook('onClose', async () => limiter.close());
+  app.addHook('onClose', async () => {
+    await guards.refusals.close().catch((error: unknown) => app.log.warn({ err: error }, 'could not write the last counts of refused logins'));
+    await guards.limiter.close();
+  });
   const requireUser = authenticate(deps);
 
   app.post(
     '/api/v2/auth/login',
     {
+      bodyLimit: CREDENTIALS_BODY_LIMIT_BYTES,
       schema: {
         tags: ['auth'],
         summary: 'Log in with user name and password',
@@ -53,7 +62,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
       },
     },
     async (request, reply) => {
-      const result = await login(deps, limiter, { ...request.body, origin: originOf(request) });
+      const result = await login(deps, guards, { ...request.body, origin: originOf(request) });
       return reply.header('cache-control', 'no-store').send(result);
     },
   );
@@ -61,6 +70,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
   app.post(
     '/api/v2/auth/refresh',
     {
+      bodyLimit: CREDENTIALS_BODY_LIMIT_BYTES,
       schema: {
         tags: ['auth'],
         summary: 'Rotate the refresh token',
@@ -78,7 +88,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
   app.post(
     '/api/v2/auth/logout',
     {
-      preHandler: requireUser,
+      onRequest: requireUser,
       schema: {
         tags: ['auth'],
         summary: 'End the current session',
@@ -96,7 +106,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
   app.post(
     '/api/v2/auth/revoke-all',
     {
-      preHandler: requireUser,
+      onRequest: requireUser,
       schema: {
         tags: ['auth'],
         summary: 'End every session of the user',
@@ -128,7 +138,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
       },
     },
     async (request, reply) => {
-      await changeOwnPassword(deps, limiter, userPrincipalOf(request), { currentPassword: request.body.current_password, newPassword: request.body.new_password, origin: originOf(request) });
+      await changeOwnPassword(deps, guards.limiter, userPrincipalOf(request), { currentPassword: request.body.current_password, newPassword: request.body.new_password, origin: originOf(request) });
       return reply.code(204).send(null);
     },
   );

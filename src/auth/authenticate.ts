@@ -22,7 +22,11 @@ function unauthorized(detail: string): AppError {
 // One verifier (and cache) per key set, shared by every route plugin of an app.
 const verifiers = new WeakMap<Keys, AccessTokenVerifier>();
 
-/** A preHandler that requires `Authorization: Bearer <access token or API key>` and sets request.principal. */
+/**
+ * A hook that requires `Authorization: Bearer <access token or API key>` and sets
+ * request.principal. Routes run it in onRequest, before the body is read: a caller without a
+ * token costs no parsing.
+ */
 export function authenticate({ keys, config, clock, db }: FeatureDeps) {
   let verifier = verifiers.get(keys);
   if (verifier?.config !== config) verifiers.set(keys, (verifier = new AccessTokenVerifier(keys, config)));

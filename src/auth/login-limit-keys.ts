@@ -1,27 +1,14 @@
 import { createHash } from 'node:crypto';
 import ipaddr from 'ipaddr.js';
-import type { Config } from '../config.js';
 
-/** Counters start over once a key's window is over (and its cooldown too). The limits are "per hour". */
-export const LOGIN_LIMIT_WINDOW_SECONDS = 3600;
-
-/** One counter that a login attempt touches, with the rule it follows. */
-export interface LimitKey {
-  key: string;
-  /** Failures within the window before cooldowns start (at least 1: the first attempt is always free). */
-  threshold: number;
-  /**
-   * A sliding key restarts its window at every failure, so only an hour without failures forgets
-   * them ("consecutive failures" of one user from one IP). A fixed key counts failures per hour
-   * from the first one (spraying and stuffing).
-   */
-  sliding: boolean;
-}
-
+/** The three counters an attempt touches (see login-limit-rules.ts for what each one does). */
 export interface AttemptKeys {
-  pair: LimitKey;
-  user: LimitKey;
-  ip: LimitKey;
+  /** (account, client address): consecutive failures of one account from one place. */
+  pair: string;
+  /** The account over all addresses: only tells that an account is under attack, never refuses. */
+  user: string;
+  /** The client address over all accounts: spraying and credential stuffing from one place. */
+  ip: string;
 }
 
 /**
@@ -39,24 +26,22 @@ export function ipKeyOf(ip: string): string {
 }
 
 /**
- * User names are compared case-insensitively, as the users table does. The key holds a hash, not
- * the name: people type passwords into the user name field, and this table must not keep them.
+ * The counter of an account. `account` is what the database matched (login-account.ts): the user
+ * id, or for a name that matches nobody the name as the database folds it, so that every spelling
+ * the lookup treats as one account (`alice`, `ALICE`, `alİce`) counts as one. The key holds a hash:
+ * people type passwords into the user name field, and this table must not keep them.
  */
-export function userKeyOf(username: string): string {
-  return createHash('sha256').update(username.normalize('NFKC').toLowerCase()).digest('base64url');
+export function accountKeyOf(account: string): string {
+  return createHash('sha256').update(account).digest('base64url');
 }
 
 /**
- * The three counters of an attempt. Prefixes keep the kinds apart (a user name can never produce
+ * The three counters of an attempt. Prefixes keep the kinds apart (an account can never produce
  * an IP key), and neither part can contain the other's separator: base64url has no ':' and the IP
  * part comes last.
  */
-export function attemptKeys(config: Config, username: string, ip: string): AttemptKeys {
-  const user = userKeyOf(username);
+export function attemptKeys(account: string, ip: string): AttemptKeys {
+  const user = accountKeyOf(account);
   const address = ipKeyOf(ip);
-  return {
-    pair: { key: `uip:${user}:${address}`, threshold: Math.max(config.LOGIN_FREE_FAILURES_PER_USER_IP, 1), sliding: true },
-    user: { key: `u:${user}`, threshold: config.LOGIN_FAILURES_PER_USER_PER_HOUR, sliding: false },
-    ip: { key: `ip:${address}`, threshold: config.LOGIN_FAILURES_PER_IP_PER_HOUR, sliding: false },
-  };
+  return { pair: `uip:${user}:${address}`, user: `u:${user}`, ip: `ip:${address}` };
 }

@@ -1,74 +1,52 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createClient, ErrorReply } from 'redis';
 import { DatabaseUnavailableError } from '../db/database.js';
-import { LOGIN_LIMIT_WINDOW_SECONDS, type AttemptKeys, type LimitKey } from './login-limit-keys.js';
-import { retryAfterSeconds, type Cooldowns } from './login-limit-rules.js';
-import type { LimitDecision } from './login-limits.js';
+import { expiresAt } from './login-limit-rules.js';
+import type { CounterStore, Counters, Plan } from './login-limit-types.js';
 
 /**
- * Login-limit counters in Redis (REDIS_URL), for deployments that already run it. Each counter is
- * a hash {f: failures, w: window start, b: blocked until} in epoch ms. The scripts below are the
- * rules of login-limit-rules.ts in Lua: a script runs atomically, so parallel attempts serialise
- * exactly as the SQL store's row locks make them. A key expires by itself once its window and
- * cooldown are over. One Redis (or a primary with replicas) only: the three keys of an attempt
- * may live in different cluster slots.
+ * Login-limit counters in Redis (REDIS_URL), for deployments that already run it. Storage only,
+ * like the SQL store: the rules come in as the `plan` function (login-limit-rules.ts), so both
+ * stores apply one definition. Each counter is a hash {f: failures, w: window start, b: blocked
+ * until (0: none), v: version} in epoch ms; a key expires by itself once its window and cooldown
+ * are over. One Redis (or a primary with replicas) only: the keys of an attempt may live in
+ * different cluster slots.
  */
 
-// KEYS: the three counters. ARGV: now, window, base cooldown, max cooldown (ms), then per key
-// its threshold and 1 when its window slides. Returns 0 (reserved) or the ms still to wait.
-const RESERVE = `
-local now, window, base, maxcd = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local states, blocked = {}, 0
-for i, key in ipairs(KEYS) do
-  local v = redis.call('HMGET', key, 'f', 'w', 'b')
-  local f, w, b = tonumber(v[1]) or 0, tonumber(v[2]) or now, tonumber(v[3]) or 0
-  if b > now then
-    if b > blocked then blocked = b end
-  elseif f == 0 or now >= w + window then
-    f, w = 0, now
-  end
-  states[i] = {f, w}
+// Compare-and-set over several keys. KEYS: the counters. ARGV: first the version each key had when
+// it was read ('' = absent), then per key six values: op ('set', 'del' or 'keep'), f, w, b, the new
+// version, the time to live in ms. Writes nothing and returns 0 when any key changed since the read.
+const COMPARE_AND_SET = `
+local n = #KEYS
+for i = 1, n do
+  if (redis.call('HGET', KEYS[i], 'v') or '') ~= ARGV[i] then return 0 end
 end
-if blocked > 0 then return blocked - now end
-for i, key in ipairs(KEYS) do
-  local threshold, sliding = tonumber(ARGV[3 + 2 * i]), ARGV[4 + 2 * i] == '1'
-  local f, w = states[i][1] + 1, states[i][2]
-  if sliding then w = now end
-  local b = 0
-  if f >= threshold then b = now + math.min(maxcd, base * 2 ^ math.min(f - threshold, 40)) end
-  redis.call('HSET', key, 'f', f, 'w', w, 'b', b)
-  redis.call('PEXPIRE', key, math.max(w + window, b) - now + 1000)
-end
-return 0
-`;
-
-// KEYS: pair, user, ip. ARGV: thresholds of user and ip. Forgets the pair, takes the reservation
-// back on the others (their cooldown goes only below the threshold).
-const UNDO = `
-redis.call('DEL', KEYS[1])
-for i = 2, 3 do
-  local f = tonumber(redis.call('HGET', KEYS[i], 'f'))
-  if f then
-    f = math.max(f - 1, 0)
-    if f < tonumber(ARGV[i - 1]) then redis.call('HSET', KEYS[i], 'f', f, 'b', 0) else redis.call('HSET', KEYS[i], 'f', f) end
+for i = 1, n do
+  local at = n + 6 * (i - 1)
+  local op = ARGV[at + 1]
+  if op == 'del' then
+    redis.call('DEL', KEYS[i])
+  elseif op == 'set' then
+    redis.call('HSET', KEYS[i], 'f', ARGV[at + 2], 'w', ARGV[at + 3], 'b', ARGV[at + 4], 'v', ARGV[at + 5])
+    redis.call('PEXPIRE', KEYS[i], ARGV[at + 6])
   end
 end
-return 0
+return 1
 `;
+const SCRIPT_SHA = createHash('sha1').update(COMPARE_AND_SET).digest('hex');
 
 const CONNECT_WAIT_MS = 3000;
+// Each retry means another attempt on the same counters committed in between, i.e. progress; this
+// many in a row means Redis is not usable right now (503) rather than a loop without end.
+const MAX_ROUNDS = 100;
 
-const sha1 = (script: string) => createHash('sha1').update(script).digest('hex');
-const SCRIPTS = { reserve: { text: RESERVE, sha: sha1(RESERVE) }, undo: { text: UNDO, sha: sha1(UNDO) } };
-
-export class RedisLimitStore {
+export class RedisCounterStore implements CounterStore {
   private readonly client;
   private connecting: Promise<void> | undefined;
 
   constructor(
     url: string,
-    private readonly cooldowns: Cooldowns,
-    private readonly prefix = 'plaza:login:',
+    private readonly prefix: string,
   ) {
     this.client = createClient({
       url,
@@ -80,22 +58,48 @@ export class RedisLimitStore {
     this.client.on('error', () => {});
   }
 
-  async attempt(keys: AttemptKeys, now: Date): Promise<LimitDecision> {
-    const rules = [keys.pair, keys.user, keys.ip];
-    const args = [now.getTime(), LOGIN_LIMIT_WINDOW_SECONDS * 1000, this.cooldowns.baseSeconds * 1000, this.cooldowns.maxSeconds * 1000];
-    for (const rule of rules) args.push(rule.threshold, rule.sliding ? 1 : 0);
-    const waitMs = Number(await this.run('reserve', rules, args));
-    return waitMs > 0 ? { allowed: false, retryAfterSeconds: retryAfterSeconds(now.getTime() + waitMs, now.getTime()) } : { allowed: true };
-  }
-
-  async succeeded(keys: AttemptKeys, _now: Date): Promise<void> {
-    await this.run('undo', [keys.pair, keys.user, keys.ip], [keys.user.threshold, keys.ip.threshold]);
+  /** Optimistic: read, plan, compare-and-set; again from a fresh read when another caller got in between. */
+  async apply(keys: string[], now: Date, plan: (counters: Counters) => Plan): Promise<Plan> {
+    const stored = keys.map((key) => this.prefix + key);
+    return this.guard(async () => {
+      for (let round = 0; round < MAX_ROUNDS; round++) {
+        const rows = await Promise.all(stored.map((key) => this.client.hmGet(key, ['f', 'w', 'b', 'v'])));
+        const counters = new Map(
+          rows.flatMap(([f, w, b], i) => (f == null || w == null ? [] : [[keys[i]!, { failures: Number(f), windowStartedAt: Number(w), blockedUntil: Number(b) > 0 ? Number(b) : null }] as const])),
+        );
+        const planned = plan(counters);
+        if (planned.writes.size === 0) return planned;
+        const args = rows.map((row) => row[3] ?? '');
+        for (const key of keys) {
+          const state = planned.writes.get(key);
+          if (state === undefined) args.push('keep', '', '', '', '', '');
+          else if (state === null) args.push('del', '', '', '', '', '');
+          else {
+            // A random version rather than a count: a key deleted and created again never repeats one.
+            const ttl = Math.max(expiresAt(state) - now.getTime(), 0) + 1000;
+            args.push('set', String(state.failures), String(state.windowStartedAt), String(state.blockedUntil ?? 0), randomBytes(8).toString('hex'), String(ttl));
+          }
+        }
+        if (Number(await this.compareAndSet(stored, args)) === 1) return planned;
+      }
+      throw new DatabaseUnavailableError(new Error(`login limits: ${MAX_ROUNDS} conflicting writes in a row`));
+    });
   }
 
   async close(): Promise<void> {
     if (!this.client.isOpen) return;
     if (this.client.isReady) await this.client.close().catch(() => this.client.destroy());
     else this.client.destroy();
+  }
+
+  private async compareAndSet(keys: string[], args: string[]): Promise<unknown> {
+    const options = { keys, arguments: args };
+    try {
+      return await this.client.evalSha(SCRIPT_SHA, options);
+    } catch (error) {
+      if (!String((error as Error).message).startsWith('NOSCRIPT')) throw error;
+      return await this.client.eval(COMPARE_AND_SET, options);
+    }
   }
 
   /**
@@ -111,18 +115,12 @@ export class RedisLimitStore {
     clearTimeout(timer);
   }
 
-  private async run(name: keyof typeof SCRIPTS, rules: LimitKey[], args: number[]): Promise<unknown> {
-    const script = SCRIPTS[name];
-    const options = { keys: rules.map((rule) => this.prefix + rule.key), arguments: args.map(String) };
+  private async guard<T>(work: () => Promise<T>): Promise<T> {
     try {
       await this.connected();
-      try {
-        return await this.client.evalSha(script.sha, options);
-      } catch (error) {
-        if (!String((error as Error).message).startsWith('NOSCRIPT')) throw error;
-        return await this.client.eval(script.text, options);
-      }
+      return await work();
     } catch (error) {
+      if (error instanceof DatabaseUnavailableError) throw error;
       // A reply error is a bug here (500); anything else means Redis is not there right now (503).
       throw error instanceof ErrorReply ? error : new DatabaseUnavailableError(error);
     }

@@ -4,9 +4,10 @@ import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../config.js';
 import { DatabaseUnavailableError } from '../db/database.js';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';
-import { LOGIN_LIMIT_WINDOW_SECONDS } from './login-limit-keys.js';
+import { limitRulesOf, LOGIN_LIMIT_WINDOW_SECONDS } from './login-limit-rules.js';
+import type { LimitDecision } from './login-limit-types.js';
 import { pruneLoginThrottle } from './login-limits.postgres.js';
-import { createLoginLimiter, type LimitDecision, type LoginLimiter } from './login-limits.js';
+import { createLoginLimiter, type LoginLimiter } from './login-limits.js';
 
 // The same rules against every store: the database table always, Redis when REDIS_URL is set.
 const stores = [
@@ -21,7 +22,8 @@ const stores = [
 const T0 = Date.parse('2026-03-01T10:00:00Z');
 const at = (seconds: number) => new Date(T0 + seconds * 1000);
 let unique = 0;
-const name = (label: string) => `${label}-${process.pid}-${++unique}`;
+// The limiter counts accounts as the user lookup names them (login-account.ts).
+const name = (label: string) => `user:${label}-${process.pid}-${++unique}`;
 const allowed: LimitDecision = { allowed: true };
 const refused = (retryAfterSeconds: number): LimitDecision => ({ allowed: false, retryAfterSeconds });
 
@@ -31,8 +33,8 @@ for (const store of stores) {
     let limiter: LoginLimiter;
     before(async () => {
       db = await createTestDatabase();
-      const config = loadConfig({ LOG_LEVEL: 'silent', ...(store.redisUrl ? { REDIS_URL: store.redisUrl } : {}) });
-      limiter = createLoginLimiter({ config, db, redisKeyPrefix: `plaza-test:${randomBytes(6).toString('hex')}:` });
+      const config = loadConfig({ LOG_LEVEL: 'silent', REDIS_KEY_PREFIX: `plaza-test:${randomBytes(6).toString('hex')}:`, ...(store.redisUrl ? { REDIS_URL: store.redisUrl } : {}) });
+      limiter = createLoginLimiter({ config, db });
     });
     after(async () => {
       await limiter.close();
@@ -89,31 +91,28 @@ for (const store of stores) {
       assert.deepEqual(await limiter.attempt(user, ip, at(1)), refused(2));
     });
 
-    test('user names are case-insensitive', async () => {
-      const user = name('Case');
-      const ip = '198.51.100.11';
-      await limiter.attempt(user.toUpperCase(), ip, at(0));
-      await limiter.attempt(user, ip, at(0));
-      await limiter.attempt(user.toLowerCase(), ip, at(0));
-      assert.deepEqual(await limiter.attempt(user.toUpperCase(), ip, at(0)), refused(1));
-    });
-
-    test('one user over many IPs: 10 failures per hour, then cooldowns; the window rolls over after an hour', async () => {
+    test('failures from many IPs never refuse a fresh IP; past 10 an hour, each IP gets one free failure', async () => {
       const user = name('spray');
       const ip = (n: number) => `203.0.113.${n}`;
+      // Before the account's hourly count is reached, an IP has its 3 free failures.
       for (let n = 1; n <= 10; n++) assert.deepEqual(await limiter.attempt(user, ip(n), at(0)), allowed);
-      assert.deepEqual(await limiter.attempt(user, ip(11), at(0)), refused(1));
-      assert.deepEqual(await limiter.attempt(user, ip(12), at(1)), allowed);
-      assert.deepEqual(await limiter.attempt(user, ip(13), at(1)), refused(2));
-      assert.deepEqual(await limiter.attempt(user, ip(14), at(3)), allowed);
-      assert.deepEqual(await limiter.attempt(user, ip(15), at(3)), refused(4));
-      // Still in the hour: the count goes on (the 13th failure: 8 s).
-      assert.deepEqual(await limiter.attempt(user, ip(16), at(1800)), allowed);
-      assert.deepEqual(await limiter.attempt(user, ip(17), at(1800)), refused(8));
-      // An hour after the first failure the window is over: 10 free failures again.
+      assert.deepEqual(await limiter.attempt(user, ip(1), at(0)), allowed);
+      // 11 failures: under attack. A fresh IP still gets its first attempt, then cools down at once.
+      for (let n = 11; n <= 40; n++) {
+        assert.deepEqual(await limiter.attempt(user, ip(n), at(0)), allowed, `first attempt from ${ip(n)}`);
+        assert.deepEqual(await limiter.attempt(user, ip(n), at(0)), refused(1), `second attempt from ${ip(n)}`);
+      }
+      // The cooldowns after it are the usual ones: 1 s until the IP's 3rd failure, then doubling.
+      assert.deepEqual(await limiter.attempt(user, ip(11), at(1)), allowed);
+      assert.deepEqual(await limiter.attempt(user, ip(11), at(1)), refused(1));
+      assert.deepEqual(await limiter.attempt(user, ip(11), at(2)), allowed);
+      assert.deepEqual(await limiter.attempt(user, ip(11), at(2)), refused(1));
+      assert.deepEqual(await limiter.attempt(user, ip(11), at(3)), allowed);
+      assert.deepEqual(await limiter.attempt(user, ip(11), at(3)), refused(2));
+      // An hour after the first failure the account's window is over: 3 free failures per IP again.
       const later = LOGIN_LIMIT_WINDOW_SECONDS;
-      for (let n = 20; n < 30; n++) assert.deepEqual(await limiter.attempt(user, ip(n), at(later)), allowed, `attempt from ${ip(n)}`);
-      assert.deepEqual(await limiter.attempt(user, ip(30), at(later)), refused(1));
+      for (let i = 0; i < 3; i++) assert.deepEqual(await limiter.attempt(user, ip(99), at(later)), allowed);
+      assert.deepEqual(await limiter.attempt(user, ip(99), at(later)), refused(1));
     });
 
     test('one IP over many users: 50 failures per hour, then cooldowns; other IPs are not affected', async () => {
@@ -126,14 +125,33 @@ for (const store of stores) {
       assert.deepEqual(await limiter.attempt(users[51]!, ip, at(1)), refused(2));
     });
 
-    test('a success takes back only its own reservation on the user counter', async () => {
+    test('a success takes back its own reservation on the user counter, and nothing more', async () => {
       const user = name('undo');
       for (let n = 1; n <= 9; n++) await limiter.attempt(user, `203.0.114.${n}`, at(0));
-      // The real user's attempt is the 10th reservation (which would start a cooldown) but succeeds.
+      // The real user's attempt is the 10th reservation (which would put the account under attack) but succeeds.
       assert.deepEqual(await limiter.attempt(user, '203.0.114.100', at(0)), allowed);
       await limiter.succeeded(user, '203.0.114.100', at(0));
-      assert.deepEqual(await limiter.attempt(user, '203.0.114.10', at(0)), allowed);
-      assert.deepEqual(await limiter.attempt(user, '203.0.114.11', at(0)), refused(1));
+      // 9 failures: a fresh IP still has its free failures (its first one is the account's 10th) …
+      assert.deepEqual(await limiter.attempt(user, '203.0.114.50', at(0)), allowed);
+      assert.deepEqual(await limiter.attempt(user, '203.0.114.50', at(0)), allowed);
+      // … while 10 put the account under attack: one free failure per IP.
+      assert.deepEqual(await limiter.attempt(user, '203.0.114.51', at(0)), allowed);
+      assert.deepEqual(await limiter.attempt(user, '203.0.114.51', at(0)), refused(1));
+    });
+
+    test('a success leaves no cooldown: its own reservation on a busy IP cooled the IP, the success takes it back', async () => {
+      const ip = '192.0.2.99';
+      // 50 failures from one IP (a shared office NAT with an attacker in it): the IP cools down for 1 s.
+      for (let n = 0; n < 50; n++) assert.deepEqual(await limiter.attempt(name('nat'), ip, at(0)), allowed);
+      const user = name('office');
+      assert.deepEqual(await limiter.attempt(user, ip, at(1)), allowed);
+      // That reservation was the IP's 51st failure: without the success the IP would now wait 2 s.
+      assert.deepEqual(await limiter.attempt(name('colleague'), ip, at(1)), refused(2));
+      await limiter.succeeded(user, ip, at(1));
+      // The success takes its own failure and the cooldown back: the next person is let in …
+      assert.deepEqual(await limiter.attempt(name('colleague'), ip, at(1)), allowed);
+      // … and the failures of others still count: that one was the 51st again, so the next attempt waits 2 s.
+      assert.deepEqual(await limiter.attempt(name('colleague'), ip, at(1)), refused(2));
     });
 
     test('100 parallel attempts for one user from one IP reserve exactly 3', async () => {
@@ -143,10 +161,14 @@ for (const store of stores) {
       assert.ok(decisions.every((d) => d.allowed || d.retryAfterSeconds === 1));
     });
 
-    test('100 parallel attempts for one user from 100 IPs reserve exactly 10', async () => {
+    test('100 parallel attempts for one user from 100 IPs: none refused, and exactly 10 IPs keep their free failures', async () => {
       const user = name('parallel-user');
-      const decisions = await Promise.all(Array.from({ length: 100 }, (_, n) => limiter.attempt(user, `10.20.${n}.1`, at(0))));
-      assert.equal(decisions.filter((d) => d.allowed).length, 10);
+      const ips = Array.from({ length: 100 }, (_, n) => `10.20.${n}.1`);
+      const decisions = await Promise.all(ips.map((ip) => limiter.attempt(user, ip, at(0))));
+      assert.equal(decisions.filter((d) => d.allowed).length, 100);
+      // The account counter serialised them: the first 10 found it below its hourly count.
+      const second = await Promise.all(ips.map((ip) => limiter.attempt(user, ip, at(0))));
+      assert.equal(second.filter((d) => d.allowed).length, 10);
     });
 
     test('100 parallel attempts from one IP for 100 users reserve exactly 50', async () => {
@@ -186,10 +208,9 @@ for (const store of stores) {
       assert.deepEqual(await limiter.attempt(user, '198.51.100.31', at(0)), allowed);
     });
 
-    test('a user name that looks like an IP does not share the IP counter', async () => {
+    test('an account named like an IP does not share the IP counter', async () => {
       const ip = '198.51.100.40';
-      for (let n = 1; n <= 10; n++) await limiter.attempt(ip, `10.30.0.${n}`, at(0));
-      assert.equal((await limiter.attempt(ip, '10.30.0.99', at(0))).allowed, false);
+      for (let n = 1; n <= 60; n++) assert.deepEqual(await limiter.attempt(ip, `10.30.0.${n}`, at(0)), allowed);
       assert.deepEqual(await limiter.attempt(name('other'), ip, at(0)), allowed);
     });
   });
@@ -199,7 +220,7 @@ describe('login limits on the database store: pruning', () => {
   let db: TestDatabase;
   let limiter: LoginLimiter;
   const config = loadConfig({ LOG_LEVEL: 'silent' });
-  const cooldowns = { baseSeconds: config.LOGIN_COOLDOWN_BASE_SECONDS, maxSeconds: config.LOGIN_COOLDOWN_MAX_SECONDS };
+  const rules = limitRulesOf(config);
   const count = async () => Number((await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM login_throttle`)).rows[0]!.n);
   before(async () => {
     db = await createTestDatabase();
@@ -214,9 +235,9 @@ describe('login limits on the database store: pruning', () => {
     await db.query(`DELETE FROM login_throttle`);
     for (let i = 0; i < 4; i++) await limiter.attempt('prune-me', '192.0.2.1', at(0));
     assert.equal(await count(), 3);
-    assert.equal(await pruneLoginThrottle(db, at(LOGIN_LIMIT_WINDOW_SECONDS), cooldowns), 0);
+    assert.equal(await pruneLoginThrottle(db, at(LOGIN_LIMIT_WINDOW_SECONDS), rules), 0);
     assert.equal(await count(), 3);
-    assert.equal(await pruneLoginThrottle(db, at(LOGIN_LIMIT_WINDOW_SECONDS + config.LOGIN_COOLDOWN_MAX_SECONDS + 1), cooldowns), 3);
+    assert.equal(await pruneLoginThrottle(db, at(LOGIN_LIMIT_WINDOW_SECONDS + config.LOGIN_COOLDOWN_MAX_SECONDS + 1), rules), 3);
     assert.equal(await count(), 0);
   });
 

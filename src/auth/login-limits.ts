@@ -1,48 +1,49 @@
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
-import { attemptKeys, type AttemptKeys } from './login-limit-keys.js';
-import { cooldownsOf } from './login-limit-rules.js';
-import { SqlLimitStore } from './login-limits.postgres.js';
-import { RedisLimitStore } from './login-limits.redis.js';
-
-export type LimitDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
+import { attemptKeys } from './login-limit-keys.js';
+import { limitRulesOf, planAttempt, planSuccess } from './login-limit-rules.js';
+import type { CounterStore, LimitDecision } from './login-limit-types.js';
+import { SqlCounterStore } from './login-limits.postgres.js';
+import { RedisCounterStore } from './login-limits.redis.js';
 
 /**
- * Progressive login limits on three counters per attempt: (username, IP), username over all IPs,
- * IP over all usernames (IPv6 per /64). Rules: login-limit-rules.ts; keys: login-limit-keys.ts.
+ * Progressive login limits on three counters per attempt: (account, IP), the account over all IPs,
+ * the IP over all accounts (IPv6 per /64). Rules: login-limit-rules.ts; keys: login-limit-keys.ts.
+ * `account` is what the user lookup matched (login-account.ts), never the typed name.
  */
 export interface LoginLimiter {
   /**
-   * Called before a password is verified. Atomically checks every limit for (username, ip) and,
+   * Called before a password is verified. Atomically checks the limits for (account, ip) and,
    * when allowed, reserves the attempt as a failure; a cooled-down key answers not allowed
    * with the seconds until it may try again (no reservation made).
    */
-  attempt(username: string, ip: string, now: Date): Promise<LimitDecision>;
-  /** After a correct password: undoes the reservation and resets the (username, ip) counter. */
-  succeeded(username: string, ip: string, now: Date): Promise<void>;
+  attempt(account: string, ip: string, now: Date): Promise<LimitDecision>;
+  /** After a correct password: undoes the reservation, any cooldown, and the (account, ip) counter. */
+  succeeded(account: string, ip: string, now: Date): Promise<void>;
   close(): Promise<void>;
 }
 
-interface LimitStore {
-  attempt(keys: AttemptKeys, now: Date): Promise<LimitDecision>;
-  succeeded(keys: AttemptKeys, now: Date): Promise<void>;
-  close?(): Promise<void>;
-}
-
 /**
- * Redis when REDIS_URL is set, else the login_throttle table of the service's database (which
- * every process on one PostgreSQL shares; the embedded database is one process anyway).
- * `redisKeyPrefix` keeps test runs on a shared Redis apart.
+ * Redis when REDIS_URL is set (keys under REDIS_KEY_PREFIX), else the login_throttle table of the
+ * service's database (which every process on one PostgreSQL shares).
  */
-export function createLoginLimiter(deps: { config: Config; db: Database; redisKeyPrefix?: string }): LoginLimiter {
+export function createLoginLimiter(deps: { config: Config; db: Database }): LoginLimiter {
   const { config } = deps;
-  const cooldowns = cooldownsOf(config);
-  const store: LimitStore = config.REDIS_URL
-    ? new RedisLimitStore(config.REDIS_URL, cooldowns, deps.redisKeyPrefix)
-    : new SqlLimitStore(deps.db, cooldowns);
+  const rules = limitRulesOf(config);
+  const store: CounterStore = config.REDIS_URL ? new RedisCounterStore(config.REDIS_URL, `${config.REDIS_KEY_PREFIX}login:`) : new SqlCounterStore(deps.db, rules);
+  const keysOf = (account: string, ip: string) => {
+    const keys = attemptKeys(account, ip);
+    return { keys, list: [keys.pair, keys.user, keys.ip] };
+  };
   return {
-    attempt: (username, ip, now) => store.attempt(attemptKeys(config, username, ip), now),
-    succeeded: (username, ip, now) => store.succeeded(attemptKeys(config, username, ip), now),
+    async attempt(account, ip, now) {
+      const { keys, list } = keysOf(account, ip);
+      return (await store.apply(list, now, (counters) => planAttempt(keys, counters, rules, now.getTime()))).decision;
+    },
+    async succeeded(account, ip, now) {
+      const { keys, list } = keysOf(account, ip);
+      await store.apply(list, now, (counters) => planSuccess(keys, counters, now.getTime()));
+    },
     close: async () => store.close?.(),
   };
 }

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { findUserByUsername } from '../accounts/accounts.repository.js';
 import type { FeatureDeps } from '../deps.js';
 import { AppError } from '../http/errors.js';
 import { recordAuthEvent, type RequestOrigin } from './auth-events.repository.js';
+import { findLoginAccount } from './login-account.js';
 import type { LoginLimiter } from './login-limits.js';
 import { hashPassword, needsRehash, verifyDummyPassword, verifyPassword } from './passwords.js';
 import { hashRefreshToken, newRefreshToken } from './refresh-tokens.js';
+import type { RefusedLoginAudit } from './refused-login-audit.js';
 import { insertRefreshToken, insertSession } from './sessions.repository.js';
 import { refreshExpiry, tokenPair, type TokenPair } from './token-pair.js';
 
@@ -19,29 +20,34 @@ export interface LoginInput {
 // password, and an inactive user with a wrong password are indistinguishable.
 const invalidCredentials = () => new AppError('invalid_credentials', 'The user name or the password is wrong.');
 
+/** What guards the login route: the limits, and the audit of refusals that they cause. */
+export interface LoginGuards {
+  limiter: LoginLimiter;
+  refusals: RefusedLoginAudit;
+}
+
 /**
- * Login: limiter first (no password is verified while cooling down), then the password (a dummy
- * verification for unknown users, so timing tells nothing), and only after a correct password
- * whether the user is active. A success opens a session with its first refresh token.
+ * Login: the user lookup (which also gives the account the limits count), the limiter (no
+ * password is verified while cooling down), then the password (a dummy verification for unknown
+ * users, so timing tells nothing), and only after a correct password whether the user is active.
+ * A success opens a session with its first refresh token.
  */
-export async function login(deps: FeatureDeps, limiter: LoginLimiter, input: LoginInput): Promise<TokenPair> {
+export async function login(deps: FeatureDeps, guards: LoginGuards, input: LoginInput): Promise<TokenPair> {
   const { db, config, clock } = deps;
+  const { limiter } = guards;
   const { origin } = input;
-  const username = input.username;
-  const limiterKey = username.toLowerCase();
   const now = clock.now();
 
-  const decision = await limiter.attempt(limiterKey, origin.ip, now);
+  const { user, limiterAccount } = await findLoginAccount(db, input.username);
+  const decision = await limiter.attempt(limiterAccount, origin.ip, now);
   if (!decision.allowed) {
-    const known = await findUserByUsername(db, username);
-    await recordAuthEvent(db, { type: 'login_limited', at: now, origin, userId: known?.id ?? null, username: known?.username ?? null, detail: { retry_after: decision.retryAfterSeconds } });
+    await guards.refusals.record({ at: now, origin, userId: user?.id ?? null, username: user?.username ?? null, retryAfterSeconds: decision.retryAfterSeconds });
     throw new AppError('rate_limited', `Too many failed logins; retry in ${decision.retryAfterSeconds} s.`, {
       headers: { 'retry-after': String(decision.retryAfterSeconds) },
       extensions: { retry_after: decision.retryAfterSeconds },
     });
   }
 
-  const user = await findUserByUsername(db, username);
   if (!user) {
     await verifyDummyPassword(input.password);
     // The typed name is not stored: people type passwords into the user name field.
@@ -53,7 +59,7 @@ export async function login(deps: FeatureDeps, limiter: LoginLimiter, input: Log
     await recordAuthEvent(db, { type: 'login_failed', at: now, origin, userId: user.id, username: user.username, detail: { reason } });
     throw invalidCredentials();
   }
-  await limiter.succeeded(limiterKey, origin.ip, now);
+  await limiter.succeeded(limiterAccount, origin.ip, now);
   if (!user.active) {
     await recordAuthEvent(db, { type: 'login_failed', at: now, origin, userId: user.id, username: user.username, detail: { reason: 'user_inactive' } });
     throw new AppError('user_inactive', 'The user is disabled.');

@@ -21,7 +21,8 @@ export async function changeOwnPassword(
   const now = clock.now();
   const user = await findUserById(db, principal.userId);
   if (!user || !user.active) throw new AppError('user_inactive', 'The user is disabled.');
-  const limiterKey = user.username.toLowerCase();
+  // The account the login limits count for this user (as login-account.ts names it).
+  const limiterKey = `user:${user.id}`;
   const decision = await limiter.attempt(limiterKey, input.origin.ip, now);
   if (!decision.allowed) {
     throw new AppError('rate_limited', `Too many failed attempts; retry in ${decision.retryAfterSeconds} s.`, {

@@ -25,7 +25,7 @@ const SessionSchema = Type.Object(
 
 export const sessionRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {
   const { db, clock } = deps;
-  app.addHook('preHandler', authenticate(deps));
+  app.addHook('onRequest', authenticate(deps));
 
   app.get(
     '/api/v2/auth/sessions',

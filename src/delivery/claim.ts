@@ -109,6 +109,8 @@ export interface AttemptRecord {
   statusCode: number | null;
   error: string | null;
   responseBody: string | null;
+  /** The request headers as sent, secret-looking values masked (see sent-headers.ts). */
+  requestHeaders?: Record<string, string> | null;
   outcome: AttemptOutcome;
   now: Date;
 }
@@ -137,12 +139,13 @@ export async function completeAttempt(db: Queryable, record: AttemptRecord): Pro
         WHERE id = $1 AND leased_by = $2 AND status = 'delivering'
         RETURNING id, attempts
      )
-     INSERT INTO delivery_attempts (delivery_id, attempt, started_at, duration_ms, status_code, error, response_body)
-     SELECT id, attempts, $8, $9, $4, $5, $10 FROM moved
+     INSERT INTO delivery_attempts (delivery_id, attempt, started_at, duration_ms, status_code, error, response_body, request_headers)
+     SELECT id, attempts, $8, $9, $4, $5, $10, $11::jsonb FROM moved
      RETURNING delivery_id AS id`,
     [
       record.deliveryId, record.workerId, status, record.statusCode, record.error, nextAttemptAt, record.now,
       record.startedAt, record.durationMs, record.responseBody,
+      record.requestHeaders ? JSON.stringify(record.requestHeaders) : null,
     ],
   );
   return rows.length > 0;

@@ -13,6 +13,7 @@ import type { Metrics } from './metrics.js';
 import { nextRetryDelay, parseRetryAfter, parseRetrySchedule } from './retry-schedule.js';
 import { sendNotification, type SendResult } from './sender.js';
 import { createGuardedAgent } from './ssrf-guard.js';
+import { recordedHeaders } from './sent-headers.js';
 import { disableGoneWebhook, noteWebhookFailure, noteWebhookSuccess } from './webhook-health.js';
 
 export interface DelivererDeps {
@@ -113,11 +114,12 @@ export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDeli
   } catch (error) {
     // Only our side can get here (a secret that does not decrypt): an attempt that failed, logged in full.
     logger?.error({ err: error, deliveryId: delivery.id }, 'cannot prepare a notification');
-    send = { statusCode: null, error: 'internal error preparing the notification', responseBody: null, retryAfter: undefined, durationMs: 0 };
+    send = { statusCode: null, error: 'internal error preparing the notification', responseBody: null, retryAfter: undefined, durationMs: 0, requestHeaders: null };
   }
 
   const now = clock.now();
   const outcome = decideOutcome(deliverer, delivery.attempts + 1, send, now);
+  let autoDisabled = false;
   const recorded = await db.transaction(async (tx) => {
     const done = await completeAttempt(tx, {
       deliveryId: delivery.id,
@@ -128,21 +130,35 @@ export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDeli
       error: send.error,
       // PostgreSQL text cannot hold NUL; a receiver's answer is for reading, not byte-exact.
       responseBody: send.responseBody?.replaceAll('\u0000', '\uFFFD') ?? null,
+      requestHeaders: recordedHeaders(send.requestHeaders),
       outcome,
       now,
     });
     if (!done) return false;
     if (outcome.kind === 'succeeded') await noteWebhookSuccess(tx, delivery.webhook_id, now);
-    else if (outcome.kind === 'gone') await disableGoneWebhook(tx, delivery.webhook_id, now);
-    else await noteWebhookFailure(tx, delivery.webhook_id, now, config.DELIVERY_DISABLE_AFTER_DAYS);
+    else if (outcome.kind === 'gone') autoDisabled = await disableGoneWebhook(tx, delivery.webhook_id, now);
+    else autoDisabled = await noteWebhookFailure(tx, delivery.webhook_id, now, config.DELIVERY_DISABLE_AFTER_DAYS);
     return true;
   });
+  if (recorded) logAttempt(logger, delivery, send, outcome, autoDisabled);
 
   metrics?.deliveryAttempts.inc({ outcome: outcome.kind });
   metrics?.attemptDuration.observe({ outcome: outcome.kind }, send.durationMs / 1000);
   if (recorded && outcome.kind !== 'retry') metrics?.deliveriesCompleted.inc({ outcome: outcome.kind === 'succeeded' ? 'succeeded' : 'failed' });
   logger?.debug({ deliveryId: delivery.id, status: send.statusCode, error: send.error, outcome: outcome.kind, recorded }, 'delivery attempt');
   return { deliveryId: delivery.id, messageId: delivery.message_id, outcome: outcome.kind, send, recorded };
+}
+
+/**
+ * Failures are what an operator looks for, so they log at the default level: a failed attempt at
+ * info, a webhook the delivery disabled (410, or failing too long) at warn. Successes stay at debug.
+ */
+function logAttempt(logger: FastifyBaseLogger | undefined, delivery: ClaimedDelivery, send: SendResult, outcome: AttemptOutcome, disabled: boolean): void {
+  if (!logger || outcome.kind === 'succeeded') return;
+  const fields = { deliveryId: delivery.id, webhookId: delivery.webhook_id, attempt: delivery.attempts + 1, status: send.statusCode, error: send.error, outcome: outcome.kind };
+  logger.info(outcome.kind === 'retry' ? { ...fields, nextAttemptAt: outcome.nextAttemptAt.toISOString() } : fields, 'delivery attempt failed');
+  if (outcome.kind === 'gone' && disabled) logger.warn({ webhookId: delivery.webhook_id, deliveryId: delivery.id }, 'webhook disabled: the receiver answered 410 Gone');
+  else if (disabled) logger.warn({ webhookId: delivery.webhook_id, deliveryId: delivery.id }, 'webhook disabled: deliveries kept failing');
 }
 
 /**

@@ -1,9 +1,10 @@
 import type { Queryable } from '../db/database.js';
+import { deliveryConditions, type DeliveryMatch } from './delivery-filter.js';
 
 /** The channel the delivery workers LISTEN on; a notification means "due work may exist". */
 export const DELIVERY_CHANNEL = 'plaza_deliveries';
 
-export const DELIVERY_STATUSES = ['pending', 'delivering', 'succeeded', 'failed', 'cancelled'] as const;
+export const DELIVERY_STATUSES = ['pending', 'delivering', 'succeeded', 'failed', 'cancelled', 'held'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 /** Wakes the workers; inside a transaction the notification leaves only on commit. */
@@ -31,6 +32,34 @@ export interface DeliveryAttempt {
   status_code: number | null;
   error: string | null;
   response_body: string | null;
+  request_headers: Record<string, string> | null;
+}
+
+/**
+ * A resumed webhook's work goes out now: held deliveries become pending, and retries scheduled
+ * for later are due now (a paused or disabled webhook may have them hours away). All get the same
+ * next_attempt_at, so the claim takes them in id order: the order the events arrived in.
+ */
+export async function releaseHeldDeliveries(db: Queryable, webhookId: number, now: Date): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE deliveries SET status = 'pending', next_attempt_at = $2, updated_at = $2
+      WHERE webhook_id = $1 AND (status = 'held' OR (status = 'pending' AND next_attempt_at > $2))`,
+    [webhookId, now],
+  );
+  return rowCount;
+}
+
+/** Held deliveries per webhook (absent: none), one statement for a whole page of webhooks. */
+export async function countHeldByWebhook(db: Queryable, webhookIds: readonly number[]): Promise<Map<number, number>> {
+  const { rows } = await db.query<{ webhook_id: number; count: number }>(
+    `SELECT webhook_id, count(*)::int AS count FROM deliveries WHERE webhook_id = ANY($1::bigint[]) AND status = 'held' GROUP BY webhook_id`,
+    [webhookIds],
+  );
+  return new Map(rows.map((row) => [Number(row.webhook_id), row.count]));
+}
+
+export async function countHeldDeliveries(db: Queryable, webhookId: number): Promise<number> {
+  return (await countHeldByWebhook(db, [webhookId])).get(Number(webhookId)) ?? 0;
 }
 
 // next_attempt_at means nothing once a delivery is finished: shown as null then.
@@ -45,10 +74,7 @@ export interface DeliveryCursor {
   id: number;
 }
 
-export interface DeliveryFilter {
-  status?: DeliveryStatus;
-  since?: Date;
-  until?: Date;
+export interface DeliveryFilter extends DeliveryMatch {
   after?: DeliveryCursor;
   limit: number;
 }
@@ -56,19 +82,20 @@ export interface DeliveryFilter {
 /** A webhook's deliveries, newest first; `limit + 1` rows are read so the caller knows if more exist. */
 // Microseconds, not a JS Date: a cursor must not lose the database's precision, or a page
 // boundary between two deliveries of the same millisecond would skip or repeat rows.
-export async function listDeliveries(db: Queryable, webhookId: number, filter: DeliveryFilter): Promise<(DeliverySummary & { created_micros: number })[]> {
+export async function listDeliveries(db: Queryable, filter: DeliveryFilter): Promise<(DeliverySummary & { created_micros: number })[]> {
+  const params: unknown[] = [];
+  const conditions = deliveryConditions(filter, params);
+  if (filter.after) {
+    conditions.push(`(d.created_at, d.id) < (timestamptz 'epoch' + $${params.push(filter.after.createdMicros)}::bigint * interval '1 microsecond', $${params.push(filter.after.id)}::bigint)`);
+  }
   const { rows } = await db.query<DeliverySummary & { created_micros: number }>(
     `SELECT ${SUMMARY_COLUMNS},
             ((extract(epoch FROM d.created_at) * 1000000)::numeric)::bigint AS created_micros
        FROM deliveries d JOIN events e ON e.id = d.event_id
-      WHERE d.webhook_id = $1
-        AND ($2::text IS NULL OR d.status = $2)
-        AND ($3::timestamptz IS NULL OR d.created_at >= $3)
-        AND ($4::timestamptz IS NULL OR d.created_at < $4)
-        AND ($5::bigint IS NULL OR (d.created_at, d.id) < (timestamptz 'epoch' + $5::bigint * interval '1 microsecond', $6::bigint))
+      WHERE ${conditions.join(' AND ')}
       ORDER BY d.created_at DESC, d.id DESC
-      LIMIT $7`,
-    [webhookId, filter.status ?? null, filter.since ?? null, filter.until ?? null, filter.after?.createdMicros ?? null, filter.after?.id ?? null, filter.limit + 1],
+      LIMIT $${params.push(filter.limit + 1)}`,
+    params,
   );
   return rows;
 }
@@ -83,7 +110,7 @@ export async function findDelivery(db: Queryable, webhookId: number, deliveryId:
 
 export async function listAttempts(db: Queryable, deliveryId: number): Promise<DeliveryAttempt[]> {
   const { rows } = await db.query<DeliveryAttempt>(
-    `SELECT attempt, started_at, duration_ms, status_code, error, response_body
+    `SELECT attempt, started_at, duration_ms, status_code, error, response_body, request_headers
        FROM delivery_attempts WHERE delivery_id = $1 ORDER BY attempt, id`,
     [deliveryId],
   );
@@ -114,16 +141,31 @@ export async function requeueDelivery(db: Queryable, webhookId: number, delivery
   return row.requeued ? 'queued' : 'delivering';
 }
 
-/** Requeues the webhook's failed deliveries created since `since`; returns how many. */
-export async function requeueFailedSince(db: Queryable, webhookId: number, since: Date, now: Date): Promise<number> {
-  const { rows } = await db.query<{ count: number }>(
-    `WITH requeued AS (
-       UPDATE deliveries SET ${REQUEUE.replaceAll('$NOW', '$3')}
-        WHERE webhook_id = $1 AND status = 'failed' AND created_at >= $2
-       RETURNING 1
-     )
-     SELECT count(*)::int AS count FROM requeued`,
-    [webhookId, since, now],
+export interface EventView {
+  event_id: string;
+  topic: string;
+  entity_id: string;
+  created_at: Date;
+  deliveries: (DeliverySummary & { webhook_code: string })[];
+}
+
+/**
+ * One event and its deliveries to the webhooks the tenant may see (every tenant's for admins).
+ * undefined when the event does not exist or reached none of them: another tenant's event is not
+ * disclosed.
+ */
+export async function findEventDeliveries(db: Queryable, marketplaceCode: string, eventId: string, tenant: { kind: string; id: string } | undefined): Promise<EventView | undefined> {
+  const { rows } = await db.query<DeliverySummary & { webhook_code: string; entity_id: string; topic: string; event_created_at: Date }>(
+    `SELECT ${SUMMARY_COLUMNS}, w.code AS webhook_code, e.entity_id, e.topic, e.created_at AS event_created_at
+       FROM events e
+       JOIN deliveries d ON d.event_id = e.id
+       JOIN webhooks w ON w.id = d.webhook_id
+      WHERE e.marketplace_code = $1 AND e.event_id = $2
+        AND ($3::text IS NULL OR (w.tenant_kind = $3 AND w.tenant_id = $4))
+      ORDER BY w.code, d.id`,
+    [marketplaceCode, eventId, tenant?.kind ?? null, tenant?.id ?? null],
   );
-  return rows[0]!.count;
+  const first = rows[0];
+  if (!first) return undefined;
+  return { event_id: first.event_id, topic: first.topic, entity_id: first.entity_id, created_at: first.event_created_at, deliveries: rows };
 }

@@ -154,8 +154,8 @@ describe('seeing and steering deliveries', () => {
     assert.equal(body.attempt_count, 2);
     assert.equal(body.topic_path, 'order/MKT/create');
     assert.deepEqual(body.attempts, [
-      { attempt: 1, started_at: started.toISOString(), duration_ms: 3000, status_code: null, error: 'connect ECONNREFUSED', response_body: null },
-      { attempt: 2, started_at: new Date(started.getTime() + 5000).toISOString(), duration_ms: 15, status_code: 200, error: null, response_body: 'ok' },
+      { attempt: 1, started_at: started.toISOString(), duration_ms: 3000, status_code: null, error: 'connect ECONNREFUSED', response_body: null, request_headers: null },
+      { attempt: 2, started_at: new Date(started.getTime() + 5000).toISOString(), duration_ms: 15, status_code: 200, error: null, response_body: 'ok', request_headers: null },
     ]);
   });
 
@@ -213,7 +213,7 @@ describe('seeing and steering deliveries', () => {
 
     const response = await post(`${base}/replay`, { since: since.toISOString() });
     assert.equal(response.statusCode, 202);
-    assert.deepEqual(response.json(), { replayed: 2 });
+    assert.deepEqual(response.json(), { replayed: 2, matched: 2, dry_run: false });
     const statuses = Object.fromEntries((await deliveriesOf(ctx.db, hook.id)).map((row) => [Number(row.id), row.status]));
     assert.deepEqual(statuses, { [ids[0]!]: 'failed', [ids[1]!]: 'succeeded', [ids[2]!]: 'pending', [ids[3]!]: 'pending' });
     assert.equal((await deliveriesOf(ctx.db, otherHook.id))[0]!.status, 'failed');
@@ -223,8 +223,8 @@ describe('seeing and steering deliveries', () => {
     assert.equal(refused.statusCode, 400);
     assert.deepEqual(refused.json().errors.map((error: { field: string }) => error.field), ['body.since']);
     const limit = new Date(ctx.clock.now().getTime() - 14 * DAY).toISOString();
-    assert.deepEqual((await post(`${base}/replay`, { since: limit })).json(), { replayed: 1 });
-    for (const payload of [{}, { since: 'last week' }, { since: limit, extra: 1 }]) {
+    assert.deepEqual((await post(`${base}/replay`, { since: limit })).json(), { replayed: 1, matched: 1, dry_run: false });
+    for (const payload of [{ since: 'last week' }, { since: limit, extra: 1 }, { status: ['pending'] }, { status: [] }]) {
       assert.equal((await post(`${base}/replay`, payload)).statusCode, 400, JSON.stringify(payload));
     }
   });

@@ -5,7 +5,9 @@ import { authenticate, principalOf } from '../auth/authenticate.js';
 import { AppError, invalidField, notFound } from '../http/errors.js';
 import { problemResponses } from '../http/openapi.js';
 import { loadWebhookForPrincipal } from '../webhooks/webhook-access.js';
-import { findDelivery, listAttempts, listDeliveries, notifyDeliveryWorkers, requeueDelivery, requeueFailedSince } from './deliveries.repository.js';
+import { findDelivery, findEventDeliveries, listAttempts, listDeliveries } from './deliveries.repository.js';
+import { replayDeliveries, retryDelivery } from './replay.js';
+import { assertMarketplaceAccess, tenantOf } from '../webhooks/webhook-access.js';
 import { decodeCursor, encodeCursor } from './delivery-cursor.js';
 import {
   attemptItem,
@@ -15,6 +17,8 @@ import {
   deliveryItem,
   DeliveryPage,
   DeliveryParams,
+  EventDeliveries,
+  EventDeliveriesParams,
   ListQuery,
   ReplayBody,
   ReplayResult,
@@ -33,7 +37,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
   app.get(
     '/v1/:marketplace_code/webhooks/:code/deliveries',
     {
-      preValidation: auth,
+      onRequest: auth,
       schema: {
         tags: ['deliveries'],
         summary: 'List a webhook\'s deliveries, newest first',
@@ -49,10 +53,14 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
       const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
       const after = cursor === undefined ? undefined : decodeCursor(cursor);
       if (cursor !== undefined && !after) throw invalidField('query.cursor', 'is not a cursor returned by this endpoint');
-      const rows = await listDeliveries(db, webhook.id, {
-        status,
+      const rows = await listDeliveries(db, {
+        webhookId: webhook.id,
+        statuses: status === undefined ? undefined : [status],
         since: since === undefined ? undefined : new Date(since),
         until: until === undefined ? undefined : new Date(until),
+        eventId: request.query.event_id,
+        entityId: request.query.entity_id,
+        topic: request.query.topic,
         after,
         limit,
       });
@@ -67,7 +75,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
   app.get(
     '/v1/:marketplace_code/webhooks/:code/deliveries/:id',
     {
-      preValidation: auth,
+      onRequest: auth,
       schema: {
         tags: ['deliveries'],
         summary: 'One delivery with each of its attempts',
@@ -89,7 +97,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
   app.post(
     '/v1/:marketplace_code/webhooks/:code/deliveries/:id/retry',
     {
-      preValidation: auth,
+      onRequest: auth,
       schema: {
         tags: ['deliveries'],
         summary: 'Send a delivery again now',
@@ -101,11 +109,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
     },
     async (request, reply) => {
       const webhook = await webhookOf(request, request.params);
-      const outcome = await db.transaction(async (tx) => {
-        const result = await requeueDelivery(tx, webhook.id, request.params.id, clock.now());
-        if (result === 'queued') await notifyDeliveryWorkers(tx);
-        return result;
-      });
+      const outcome = await retryDelivery(db, webhook.id, request.params.id, clock.now());
       if (outcome === 'not_found') throw notFound(DELIVERY_NOT_FOUND);
       if (outcome === 'delivering') throw new AppError('conflict', 'The delivery is being sent right now; retry once this attempt has finished.');
       const delivery = await findDelivery(db, webhook.id, request.params.id);
@@ -117,29 +121,69 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
   app.post(
     '/v1/:marketplace_code/webhooks/:code/replay',
     {
-      preValidation: auth,
+      onRequest: auth,
       schema: {
         tags: ['deliveries'],
-        summary: 'Send again the failed deliveries since a time',
-        description: `Requeues the webhook's deliveries in status failed that were created at or after \`since\` (at most DELIVERY_REPLAY_MAX_DAYS, default 14, days back).`,
+        summary: 'Replay the deliveries that match a filter',
+        description: `Sends again the webhook's finished deliveries that match every given filter: \`status\` (default failed), a time window \`since\`–\`until\` on creation (at most DELIVERY_REPLAY_MAX_DAYS, default 14, days back; that is also the default start), \`topic\`, \`entity_id\`, \`event_id\`. \`dry_run: true\` answers the count (200) and sends nothing. Replayed deliveries keep their webhook-id and are paced: DELIVERY_REPLAY_RATE_PER_SECOND become due per second, oldest first. More than DELIVERY_REPLAY_MAX_DELIVERIES matches are refused (400).`,
         security: [{ bearerAuth: [] }],
         params: WebhookParams,
         body: ReplayBody,
-        response: { 202: ReplayResult, ...problemResponses(400, 401, 404, 409) },
+        response: { 200: ReplayResult, 202: ReplayResult, ...problemResponses(400, 401, 404, 409) },
       },
     },
     async (request, reply) => {
       const webhook = await webhookOf(request, request.params);
       const now = clock.now();
-      const since = new Date(request.body.since);
-      const earliest = now.getTime() - config.DELIVERY_REPLAY_MAX_DAYS * 86_400_000;
-      if (since.getTime() < earliest) throw invalidField('body.since', `must be at most ${config.DELIVERY_REPLAY_MAX_DAYS} days back`);
-      const replayed = await db.transaction(async (tx) => {
-        const count = await requeueFailedSince(tx, webhook.id, since, now);
-        if (count > 0) await notifyDeliveryWorkers(tx);
-        return count;
-      });
-      return reply.code(202).send({ replayed });
+      const { body } = request;
+      const earliest = new Date(now.getTime() - config.DELIVERY_REPLAY_MAX_DAYS * 86_400_000);
+      const since = body.since === undefined ? earliest : new Date(body.since);
+      if (since.getTime() < earliest.getTime()) throw invalidField('body.since', `must be at most ${config.DELIVERY_REPLAY_MAX_DAYS} days back`);
+      const dryRun = body.dry_run ?? false;
+      const outcome = await replayDeliveries(
+        db,
+        {
+          webhookId: webhook.id,
+          statuses: body.status ?? ['failed'],
+          since,
+          until: body.until === undefined ? undefined : new Date(body.until),
+          eventId: body.event_id,
+          entityId: body.entity_id,
+          topic: body.topic,
+        },
+        { now, dryRun, ratePerSecond: config.DELIVERY_REPLAY_RATE_PER_SECOND, maxDeliveries: config.DELIVERY_REPLAY_MAX_DELIVERIES },
+      );
+      return reply.code(dryRun ? 200 : 202).send({ ...outcome, dry_run: dryRun });
+    },
+  );
+
+  app.get(
+    '/v1/:marketplace_code/events/:event_id/deliveries',
+    {
+      preValidation: auth,
+      schema: {
+        tags: ['deliveries'],
+        operationId: 'getEventDeliveries',
+        summary: 'One event across your webhooks',
+        description: 'The event (by the event_id given or generated at intake) and its delivery to each of your webhooks it matched (admins: every tenant\'s). 404 when it reached none of them.',
+        security: [{ bearerAuth: [] }],
+        params: EventDeliveriesParams,
+        response: { 200: EventDeliveries, ...problemResponses(400, 401, 404) },
+      },
+    },
+    async (request) => {
+      const principal = principalOf(request);
+      const { marketplace_code: marketplaceCode, event_id: eventId } = request.params;
+      await assertMarketplaceAccess(db, principal, marketplaceCode);
+      const view = await findEventDeliveries(db, marketplaceCode, eventId, principal.role === 'admin' ? undefined : tenantOf(principal));
+      if (!view) throw notFound('No delivery of this event to your webhooks exists.');
+      return {
+        event_id: view.event_id,
+        topic: view.topic,
+        entity_id: view.entity_id,
+        created_at: new Date(view.created_at).toISOString(),
+        deliveries: view.deliveries.map((row) => ({ webhook_code: row.webhook_code, ...deliveryItem(row) })),
+      };
     },
   );
 };

@@ -1,6 +1,8 @@
 import { Type, type Static } from 'typebox';
 import { MarketplaceCode, WebhookCode, WebhookParams } from '../http/path-params.js';
 import { DELIVERY_STATUSES, type DeliveryAttempt, type DeliverySummary } from './deliveries.repository.js';
+import { EVENT_ID_MAX_LENGTH, EVENT_TOPICS, ORDER_REFERENCE_MAX_LENGTH } from '../events/event-schema.js';
+import { REPLAYABLE_STATUSES } from './replay.js';
 
 export const MAX_PAGE_SIZE = 100;
 export const DEFAULT_PAGE_SIZE = 50;
@@ -16,11 +18,19 @@ export const DeliveryParams = Type.Object({
   id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
 });
 
+/** Filters shared by the delivery log and the replay. */
+const MatchFields = {
+  event_id: Type.Optional(Type.String({ minLength: 1, maxLength: EVENT_ID_MAX_LENGTH, description: 'Only the deliveries of this event (the event_id given or generated at intake).' })),
+  entity_id: Type.Optional(Type.String({ minLength: 1, maxLength: ORDER_REFERENCE_MAX_LENGTH, description: 'Only the deliveries about this entity: a publication id or an order reference.' })),
+  topic: Type.Optional(Type.Enum(EVENT_TOPICS, { description: 'Only the deliveries of events with this intake topic.' })),
+};
+
 export const ListQuery = Type.Object(
   {
     status: Type.Optional(Status),
     since: Type.Optional(Type.String({ format: 'date-time', description: 'Only deliveries created at or after this time.' })),
     until: Type.Optional(Type.String({ format: 'date-time', description: 'Only deliveries created before this time.' })),
+    ...MatchFields,
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE })),
     cursor: Type.Optional(Type.String({ maxLength: 200, description: 'next_cursor of the previous page.' })),
   },
@@ -54,6 +64,9 @@ export const AttemptItem = Type.Object({
   status_code: Type.Union([Type.Integer(), Type.Null()]),
   error: Type.Union([Type.String(), Type.Null()]),
   response_body: Type.Union([Type.String(), Type.Null()], { description: 'The first 4 KiB of the answer.' }),
+  request_headers: Type.Union([Type.Record(Type.String(), Type.String()), Type.Null()], {
+    description: 'The request headers as sent: webhook-id, webhook-timestamp, webhook-signature, content-type, user-agent and the webhook\'s own headers, whose values are masked when the name looks secret (authorization, *token*, *key*, …). Null for attempts recorded before this was kept, or when no request could be made.',
+  }),
 });
 
 // In the single-delivery view `attempts` is the history itself; the count moves to attempt_count.
@@ -64,8 +77,31 @@ export const DeliveryDetail = Type.Object({
   attempts: Type.Array(AttemptItem, { description: 'Each attempt, oldest first.' }),
 });
 
-export const ReplayBody = Type.Object({ since: Type.String({ format: 'date-time' }) }, { additionalProperties: false });
-export const ReplayResult = Type.Object({ replayed: Type.Integer({ description: 'Failed deliveries queued again.' }) });
+export const ReplayBody = Type.Object(
+  {
+    since: Type.Optional(Type.String({ format: 'date-time', description: 'Deliveries created at or after this time; at most DELIVERY_REPLAY_MAX_DAYS back, which is also the default.' })),
+    until: Type.Optional(Type.String({ format: 'date-time', description: 'Deliveries created before this time.' })),
+    status: Type.Optional(Type.Array(Type.Enum(REPLAYABLE_STATUSES), { minItems: 1, uniqueItems: true, description: 'Statuses to replay; default `["failed"]`.' })),
+    ...MatchFields,
+    dry_run: Type.Optional(Type.Boolean({ default: false, description: 'Only count what matches (`matched`); nothing is sent.' })),
+  },
+  { additionalProperties: false, examples: [{ since: '2026-01-01T00:00:00Z', status: ['failed', 'succeeded'], topic: 'order/create', dry_run: true }] },
+);
+export const ReplayResult = Type.Object({
+  replayed: Type.Integer({ description: 'Deliveries queued again (0 on a dry run).' }),
+  matched: Type.Integer({ description: 'Deliveries the filter matches.' }),
+  dry_run: Type.Boolean(),
+});
+
+export const EventDeliveriesParams = Type.Object({ marketplace_code: MarketplaceCode, event_id: Type.String({ minLength: 1, maxLength: EVENT_ID_MAX_LENGTH }) });
+export const EventDelivery = Type.Object({ webhook_code: WebhookCode, ...DeliveryItem.properties });
+export const EventDeliveries = Type.Object({
+  event_id: Type.String(),
+  topic: Type.String(),
+  entity_id: Type.String(),
+  created_at: Timestamp,
+  deliveries: Type.Array(EventDelivery, { description: 'One per webhook of yours the event matched, by webhook code.' }),
+});
 
 const iso = (value: Date | null) => (value === null ? null : new Date(value).toISOString());
 

@@ -45,7 +45,7 @@ describe('delivery maintenance and edge cases', () => {
     const now = ctx.clock.now();
     await ctx.db.query(`UPDATE webhooks SET failing_since = $2 WHERE id = $1`, [failing.id, new Date(now.getTime() - 6 * 86_400_000)]);
     await ctx.db.query(`UPDATE webhooks SET failing_since = $2 WHERE id = $1`, [healthy.id, new Date(now.getTime() - 4 * 86_400_000)]);
-    assert.equal(await disableFailingWebhooks(ctx.db, now, 5), 1);
+    assert.equal((await disableFailingWebhooks(ctx.db, now, 5)).length, 1);
     const { rows } = await ctx.db.query<{ id: number; active: boolean }>(`SELECT id, active FROM webhooks WHERE id = ANY($1::bigint[]) ORDER BY id`, [[failing.id, healthy.id]]);
     assert.deepEqual(rows.map((row) => row.active), [false, true]);
   });

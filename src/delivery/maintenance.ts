@@ -3,7 +3,7 @@ import { deleteInBatches, PRUNE_BATCH as BATCH } from '../db/delete-in-batches.j
 
 /**
  * Removes what is older than the retention: attempts, finished deliveries, then events that no
- * delivery refers to any more. In batches, so that a large backlog never holds long locks; an
+ * delivery refers to any more; held deliveries older than the retention too. In batches, so that a large backlog never holds long locks; an
  * unfinished delivery and its event are kept whatever their age.
  */
 export async function pruneExpired(db: Queryable, now: Date, retentionDays: number): Promise<{ attempts: number; deliveries: number; events: number }> {
@@ -15,11 +15,17 @@ export async function pruneExpired(db: Queryable, now: Date, retentionDays: numb
        SELECT id FROM deliveries WHERE status IN ('succeeded', 'failed', 'cancelled') AND coalesce(completed_at, updated_at) < $1 LIMIT ${BATCH})`,
     cutoff,
   );
+  // A paused webhook's held deliveries are kept no longer than finished ones: a pause is not a queue forever.
+  const held = await deleteInBatches(
+    db,
+    `DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE status = 'held' AND created_at < $1 LIMIT ${BATCH})`,
+    cutoff,
+  );
   const events = await deleteInBatches(
     db,
     `DELETE FROM events WHERE id IN (
        SELECT e.id FROM events e WHERE e.created_at < $1 AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id) LIMIT ${BATCH})`,
     cutoff,
   );
-  return { attempts, deliveries, events };
+  return { attempts, deliveries: deliveries + held, events };
 }

@@ -32,6 +32,8 @@ export interface SendResult {
   responseBody: string | null;
   retryAfter: string | undefined;
   durationMs: number;
+  /** The request headers as sent (null when no request was made: a bad URL). */
+  requestHeaders: Record<string, string> | null;
 }
 
 export function notificationHeaders(notification: Notification): Record<string, string> {
@@ -57,7 +59,8 @@ export function notificationHeaders(notification: Notification): Record<string, 
 export async function sendNotification(dispatcher: Dispatcher, notification: Notification, timeoutMs: number, signal?: AbortSignal): Promise<SendResult> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
-  const failure = (error: string): SendResult => ({ statusCode: null, error, responseBody: null, retryAfter: undefined, durationMs: elapsed() });
+  let requestHeaders: Record<string, string> | null = null;
+  const failure = (error: string): SendResult => ({ statusCode: null, error, responseBody: null, retryAfter: undefined, durationMs: elapsed(), requestHeaders });
 
   let url: URL;
   try {
@@ -69,11 +72,12 @@ export async function sendNotification(dispatcher: Dispatcher, notification: Not
 
   const timeout = AbortSignal.timeout(timeoutMs);
   const abort = signal ? AbortSignal.any([timeout, signal]) : timeout;
+  requestHeaders = notificationHeaders(notification);
   try {
     const response = await request(url, {
       dispatcher,
       method: 'POST',
-      headers: notificationHeaders(notification),
+      headers: requestHeaders,
       body: notification.body,
       signal: abort,
     });
@@ -85,6 +89,7 @@ export async function sendNotification(dispatcher: Dispatcher, notification: Not
       responseBody,
       retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
       durationMs: elapsed(),
+      requestHeaders,
     };
   } catch (error) {
     if (timeout.aborted) return failure(`timeout after ${timeoutMs} ms`);

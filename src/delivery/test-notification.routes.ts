@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
+import type { Dispatcher } from 'undici';
+import type { WebhookRow } from '../webhooks/webhook-access.js';
 import type { FeatureDeps } from '../deps.js';
 import { authenticate, principalOf } from '../auth/authenticate.js';
 import { problemResponses } from '../http/openapi.js';
@@ -26,7 +28,7 @@ const TestResult = Type.Object({
  * re-enabling it).
  */
 export const testNotificationRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {
-  const { db, config, keys, clock } = deps;
+  const { db, config } = deps;
   const agent = createGuardedAgent({
     allowed: parseNetworks(config.WEBHOOK_ALLOWED_NETWORKS),
     connectTimeoutMs: config.DELIVERY_CONNECT_TIMEOUT_MS,
@@ -37,7 +39,7 @@ export const testNotificationRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = as
   app.post(
     '/v1/:marketplace_code/webhooks/:code/test',
     {
-      preHandler: authenticate(deps),
+      onRequest: authenticate(deps),
       schema: {
         tags: ['webhooks'],
         summary: 'Send a signed test notification now',
@@ -50,27 +52,34 @@ export const testNotificationRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = as
     async (request) => {
       const { marketplace_code: marketplaceCode, code } = request.params;
       const webhook = await loadWebhookForPrincipal(db, principalOf(request), marketplaceCode, code);
-      const now = clock.now();
-      const body = JSON.stringify({ type: 'webhook.test', marketplace_code: webhook.marketplace_code, webhook_code: webhook.code, topic: webhook.topic, sent_at: now.toISOString() });
-      const result = await sendNotification(
-        agent,
-        {
-          url: webhook.callback_url,
-          messageId: `msg_test_${randomBytes(12).toString('hex')}`,
-          body,
-          keys: signingKeys(keys, webhook, now),
-          headers: webhook.headers ?? {},
-          timestampSeconds: Math.floor(now.getTime() / 1000),
-        },
-        config.DELIVERY_TIMEOUT_MS,
-      );
-      const success = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
-      return {
-        success,
-        status_code: result.statusCode,
-        error: success ? null : (result.error ?? `the receiver answered ${result.statusCode}`),
-        duration_ms: result.durationMs,
-      };
+      return sendTestNotification(deps, agent, webhook);
     },
   );
 };
+
+export type TestResult = Static<typeof TestResult>;
+
+/** One signed test notification to the webhook's receiver, now; its outcome (nothing is stored). */
+export async function sendTestNotification({ config, keys, clock }: Pick<FeatureDeps, 'config' | 'keys' | 'clock'>, agent: Dispatcher, webhook: WebhookRow): Promise<TestResult> {
+  const now = clock.now();
+  const body = JSON.stringify({ type: 'webhook.test', marketplace_code: webhook.marketplace_code, webhook_code: webhook.code, topic: webhook.topic, sent_at: now.toISOString() });
+  const result = await sendNotification(
+    agent,
+    {
+      url: webhook.callback_url,
+      messageId: `msg_test_${randomBytes(12).toString('hex')}`,
+      body,
+      keys: signingKeys(keys, webhook, now),
+      headers: webhook.headers ?? {},
+      timestampSeconds: Math.floor(now.getTime() / 1000),
+    },
+    config.DELIVERY_TIMEOUT_MS,
+  );
+  const success = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
+  return {
+    success,
+    status_code: result.statusCode,
+    error: success ? null : (result.error ?? `the receiver answered ${result.statusCode}`),
+    duration_ms: result.durationMs,
+  };
+}

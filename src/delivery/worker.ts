@@ -7,6 +7,7 @@ import { releaseClaims } from './claim.js';
 import { claim, createDeliverer, deliverClaimed, type Deliverer } from './deliver.js';
 import { pruneAuthRecords } from '../auth/auth-maintenance.js';
 import { pruneExpired } from './maintenance.js';
+import { pruneExpiredPortalRecords } from '../portal/portal-links.repository.js';
 import type { Metrics } from './metrics.js';
 import { disableFailingWebhooks } from './webhook-health.js';
 
@@ -134,13 +135,16 @@ class WorkerLoop {
   private async maintain(): Promise<void> {
     const { db, clock, config, logger } = this.deps;
     try {
-      const disabled = await disableFailingWebhooks(db, clock.now(), config.DELIVERY_DISABLE_AFTER_DAYS);
+      const disabledWebhooks = await disableFailingWebhooks(db, clock.now(), config.DELIVERY_DISABLE_AFTER_DAYS);
+      for (const webhook of disabledWebhooks) logger.warn({ webhookId: webhook.id, marketplaceCode: webhook.marketplace_code, code: webhook.code }, 'webhook disabled: deliveries kept failing');
+      const disabled = disabledWebhooks.length;
       const pruned = await pruneExpired(db, clock.now(), config.DELIVERY_RETENTION_DAYS);
       const prunedAuth = await pruneAuthRecords(db, clock.now(), {
         refreshTokenTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS,
         auditRetentionDays: config.AUTH_AUDIT_RETENTION_DAYS,
       });
-      logger.info({ disabled, pruned, prunedAuth }, 'maintenance done');
+      const prunedPortal = await pruneExpiredPortalRecords(db, clock.now());
+      logger.info({ disabled, pruned, prunedAuth, prunedPortal }, 'maintenance done');
     } catch (error) {
       logger.warn({ err: error }, 'delivery maintenance failed');
     }

@@ -54,20 +54,27 @@ export interface FanOut {
 }
 
 /**
- * One pending delivery per matching webhook, in one statement however many webhooks match.
- * A webhook matches when it is active, in the event's marketplace, subscribed to one of the
+ * One delivery per matching webhook, in one statement however many webhooks match: pending for an
+ * active webhook, held for a paused one (it goes out when the webhook is resumed).
+ * A webhook matches when it is active or paused by its owner, in the event's marketplace, subscribed to one of the
  * topics, filtered to `*` or this seller, and its owner may see the seller: a seller tenant only
  * itself, a marketplace tenant the sellers connected to it, the admins everyone.
  * message_id is random and stays with the delivery for good (the `webhook-id` header).
+ * FOR KEY SHARE on the webhooks: a resume (which locks its webhook FOR UPDATE) waits for this
+ * transaction, and this one, if it waits for a resume, sees the resumed row; so a held row can
+ * never be written after the resume released the held ones (it would stay held for good).
  */
 export async function createDeliveries(db: Queryable, fanOut: FanOut): Promise<number> {
   const { rows } = await db.query<{ count: number }>(
     `WITH created AS (
        INSERT INTO deliveries (event_id, webhook_id, entity_key, message_id, status, attempts, next_attempt_at, created_at, updated_at)
-       SELECT $1, w.id, $4, 'msg_' || replace(gen_random_uuid()::text, '-', ''), 'pending', 0, $6, $6, $6
+       SELECT $1, w.id, $4, 'msg_' || replace(gen_random_uuid()::text, '-', ''),
+              CASE WHEN w.active THEN 'pending' ELSE 'held' END, 0, $6, $6, $6
          FROM webhooks w
         WHERE w.marketplace_code = $2
-          AND w.active
+          -- 'disabled_by_user' is DISABLED_BY_USER (webhooks.repository.ts), written out so that the
+          -- planner can match the partial index webhooks_matching_or_paused.
+          AND (w.active OR w.disabled_reason = 'disabled_by_user')
           AND w.topic = ANY($5::text[])
           AND (w.seller_id = '*' OR w.seller_id = $3::text)
           AND (
@@ -77,6 +84,7 @@ export async function createDeliveries(db: Queryable, fanOut: FanOut): Promise<n
              OR w.tenant_kind = 'admin'
           )
         ORDER BY w.id
+          FOR KEY SHARE OF w
        RETURNING 1
      )
      SELECT count(*)::int AS count FROM created`,

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { accessTokenFor, bearer, seedUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 
 describe('HTTP foundation', () => {
@@ -57,8 +58,10 @@ describe('HTTP foundation', () => {
 
   test('a body nested deeper than the limit is a 400 problem, not a stack overflow', async () => {
     const deep = `${'['.repeat(100)}${']'.repeat(100)}`;
+    // Event intake reads bodies only from a caller with a token (an anonymous one gets 401 first).
+    const token = await accessTokenFor(ctx, await seedUser(ctx.db, { role: 'admin' }));
     for (const url of ['/api/v2/auth/login', '/v1/any/events']) {
-      const response = await ctx.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json' }, payload: `{"username":${deep}}` });
+      const response = await ctx.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json', ...bearer(token) }, payload: `{"username":${deep}}` });
       const body = assertProblem(response, 400, 'validation_failed');
       assert.deepEqual(body.errors, [{ field: 'body', message: 'is nested deeper than 64 levels' }]);
     }

@@ -53,6 +53,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'webhooks', description: 'Webhook subscriptions per marketplace' },
         { name: 'events', description: 'Event intake from the platform' },
         { name: 'deliveries', description: 'Delivery history and steering' },
+        { name: 'portal', description: 'Links into the web portal at /portal' },
         { name: 'operations', description: 'Health, readiness and metrics' },
         { name: 'admin', description: 'Administration: marketplaces, sellers, connections, users and API keys' },
       ],
@@ -64,6 +65,16 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     // A route that declares no security is public: say so (`security: []`), as OpenAPI linters require.
     transform: ({ schema, url }) => ({ schema: schema && !('security' in schema) ? { ...schema, security: [] } : schema, url }),
   });
-  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    staticCSP: true,
+    // The UI's default CSP carries upgrade-insecure-requests: reached over plain HTTP by a host name
+    // (a LAN address, a container), the browser then asks for its scripts over https and shows a blank page.
+    transformStaticCSP: (header) => withoutUpgradeInsecureRequests(header),
+  });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+}
+
+export function withoutUpgradeInsecureRequests(csp: string): string {
+  return csp.replace(/\s*upgrade-insecure-requests;?/g, '').trim();
 }

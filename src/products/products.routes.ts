@@ -43,7 +43,7 @@ export const productRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
   app.get(
     '/api/v2/products',
     {
-      preHandler: authenticate(deps),
+      onRequest: authenticate(deps),
       schema: {
         tags: ['products'],
         summary: 'List the products of the seller in the access token',

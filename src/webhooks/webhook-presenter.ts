@@ -1,8 +1,10 @@
 import { AppError } from '../http/errors.js';
 import type { WebhookRow } from './webhook-access.js';
 
-/** What a client sees of a webhook: never its secrets, tenant or delivery bookkeeping. */
-export function toWebhookResponse(row: WebhookRow) {
+const iso = (value: Date | null) => (value === null ? null : new Date(value).toISOString());
+
+/** What a client sees of a webhook: never its secrets or tenant; its health and how many deliveries a pause holds. */
+export function toWebhookResponse(row: WebhookRow, heldCount = 0) {
   return {
     code: row.code,
     name: row.name,
@@ -12,6 +14,10 @@ export function toWebhookResponse(row: WebhookRow) {
     headers: row.headers,
     active: row.active,
     disabled_reason: row.disabled_reason,
+    disabled_at: iso(row.disabled_at),
+    last_success_at: iso(row.last_success_at),
+    failing_since: iso(row.failing_since),
+    held_count: heldCount,
     created_at: new Date(row.created_at).toISOString(),
     updated_at: new Date(row.updated_at).toISOString(),
   };

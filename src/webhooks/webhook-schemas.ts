@@ -40,7 +40,7 @@ export const UpdateWebhookBody = Type.Object(
     callback_url: Type.Optional(CallbackUrl),
     seller_id: Type.Optional(SellerIdIn),
     headers: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'Replaces the whole map of headers.' })),
-    active: Type.Optional(Type.Boolean({ description: '`true` re-enables a webhook the delivery disabled (and clears the reason); `false` pauses it.' })),
+    active: Type.Optional(Type.Boolean({ description: '`false` pauses: events that match meanwhile are recorded as held deliveries. `true` resumes (or re-enables a webhook the delivery disabled, clearing the reason): held deliveries go out in order and waiting retries are due at once.' })),
   },
   {
     additionalProperties: false,
@@ -54,8 +54,12 @@ const listItemProperties = { code: Code, name: Name, topic: Topic, callback_url:
 const webhookProperties = {
   ...listItemProperties,
   seller_id: SellerIdOut,
-  active: Type.Boolean({ description: 'False once disabled (by the delivery after lasting failures or a 410, or by PATCH active=false).' }),
-  disabled_reason: Type.Union([Type.String(), Type.Null()], { description: 'Why it was disabled, while it is.' }),
+  active: Type.Boolean({ description: 'False once paused (PATCH active=false: matching events are held) or disabled by the delivery (lasting failures or a 410: nothing is recorded).' }),
+  disabled_reason: Type.Union([Type.String(), Type.Null()], { description: 'Why it was disabled, while it is: `disabled_by_user` for a pause, else the delivery\'s reason (410 Gone, failing too long).' }),
+  disabled_at: Type.Union([Timestamp, Type.Null()], { description: 'When it was paused or disabled, while it is.' }),
+  last_success_at: Type.Union([Timestamp, Type.Null()], { description: 'When a delivery last succeeded (updated at most once a minute).' }),
+  failing_since: Type.Union([Timestamp, Type.Null()], { description: 'Since when deliveries have been failing without a success; null while healthy.' }),
+  held_count: Type.Integer({ description: 'Deliveries held by a pause; they go out, in order, when the webhook is active again (older than DELIVERY_RETENTION_DAYS are pruned).' }),
   created_at: Timestamp,
   updated_at: Timestamp,
 };
@@ -68,6 +72,10 @@ const exampleWebhook = {
   headers: exampleHeaders,
   active: true,
   disabled_reason: null,
+  disabled_at: null,
+  last_success_at: '2026-01-01T00:05:00.000Z',
+  failing_since: null,
+  held_count: 0,
   created_at: '2026-01-01T00:00:00.000Z',
   updated_at: '2026-01-01T00:00:00.000Z',
 };

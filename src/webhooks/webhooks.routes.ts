@@ -4,15 +4,15 @@ import type { FeatureDeps } from '../deps.js';
 import { authenticate, principalOf } from '../auth/authenticate.js';
 import { AppError, notFound } from '../http/errors.js';
 import { problemResponses } from '../http/openapi.js';
-import { parseNetworks } from '../net/address-policy.js';
 import { decodeCursor, encodeCursor, toWebhookListItem, toWebhookResponse } from './webhook-presenter.js';
 import { assertMarketplaceAccess, loadWebhookForPrincipal, tenantOf } from './webhook-access.js';
 import {
   CreatedWebhook, CreateWebhookBody, DEFAULT_PAGE_SIZE, ListQuery, MarketplaceParams, RotatedSecret, UpdateWebhookBody, Webhook, WebhookList, WebhookParams,
 } from './webhook-schemas.js';
-import { changeWebhook, createWebhook, rotateSecret, type WebhookSettings } from './webhooks.service.js';
+import { changeWebhook, createWebhook, rotateSecret, webhookSettings, type WebhookSettings } from './webhooks.service.js';
 import { deleteWebhook, listWebhooks } from './webhooks.repository.js';
 import { nextPageLink } from '../http/pagination.js';
+import { countHeldDeliveries } from '../delivery/deliveries.repository.js';
 
 const TAGS = ['webhooks'];
 const SECURITY = [{ bearerAuth: [] }];
@@ -33,13 +33,8 @@ async function refuseImmutableFields(request: FastifyRequest): Promise<void> {
 }
 
 export const webhookRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {
-  const { db, clock, config, keys } = deps;
-  const settings: WebhookSettings = {
-    secretsKey: keys.webhookSecretsKey,
-    allowedNetworks: parseNetworks(config.WEBHOOK_ALLOWED_NETWORKS),
-    limitPerTenant: config.WEBHOOKS_PER_TENANT_LIMIT,
-    secretOverlapSeconds: config.WEBHOOK_SECRET_OVERLAP_SECONDS,
-  };
+  const { db, clock } = deps;
+  const settings: WebhookSettings = webhookSettings(deps);
   // onRequest: a request without a valid token is 401 before its body is even looked at.
   const onRequest = authenticate(deps);
 
@@ -118,7 +113,8 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
     },
     async (request) => {
       const { marketplace_code: marketplaceCode, code } = request.params;
-      return toWebhookResponse(await loadWebhookForPrincipal(db, principalOf(request), marketplaceCode, code));
+      const webhook = await loadWebhookForPrincipal(db, principalOf(request), marketplaceCode, code);
+      return toWebhookResponse(webhook, await countHeldDeliveries(db, webhook.id));
     },
   );
 
@@ -139,7 +135,8 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
     },
     async (request) => {
       const { marketplace_code: marketplaceCode, code } = request.params;
-      return toWebhookResponse(await changeWebhook(db, principalOf(request), marketplaceCode, code, request.body, settings, clock.now()));
+      const webhook = await changeWebhook(db, principalOf(request), marketplaceCode, code, request.body, settings, clock.now());
+      return toWebhookResponse(webhook, await countHeldDeliveries(db, webhook.id));
     },
   );
 

@@ -1,7 +1,10 @@
 import type { Principal } from '../auth/access-tokens.js';
 import type { Database, Queryable } from '../db/database.js';
 import { AppError, notFound, type FieldError } from '../http/errors.js';
-import type { Network } from '../net/address-policy.js';
+import { parseNetworks, type Network } from '../net/address-policy.js';
+import type { Config } from '../config.js';
+import type { Keys } from '../keys.js';
+import { notifyDeliveryWorkers, releaseHeldDeliveries } from '../delivery/deliveries.repository.js';
 import { encryptSecret, newWebhookSecret } from './secret-box.js';
 import { assertMarketplaceAccess, loadWebhookForPrincipal, tenantOf, type Tenant, type WebhookRow } from './webhook-access.js';
 import { ALL_SELLERS, checkCallbackUrl, checkCode, checkHeaders, checkName, normalizeSellerId, normalizeTopic, type Checked } from './webhook-validators.js';
@@ -12,6 +15,16 @@ export interface WebhookSettings {
   allowedNetworks: readonly Network[];
   limitPerTenant: number;
   secretOverlapSeconds: number;
+}
+
+/** The settings of the webhook services, from the config and keys (the API and the portal build the same). */
+export function webhookSettings({ config, keys }: { config: Config; keys: Keys }): WebhookSettings {
+  return {
+    secretsKey: keys.webhookSecretsKey,
+    allowedNetworks: parseNetworks(config.WEBHOOK_ALLOWED_NETWORKS),
+    limitPerTenant: config.WEBHOOKS_PER_TENANT_LIMIT,
+    secretOverlapSeconds: config.WEBHOOK_SECRET_OVERLAP_SECONDS,
+  };
 }
 
 export interface CreateWebhookInput {
@@ -113,7 +126,7 @@ export async function createWebhook(db: Database, principal: Principal, marketpl
   return { webhook, secret };
 }
 
-export async function changeWebhook(db: Queryable, principal: Principal, marketplaceCode: string, code: string, input: UpdateWebhookInput, settings: WebhookSettings, now: Date): Promise<WebhookRow> {
+export async function changeWebhook(db: Database, principal: Principal, marketplaceCode: string, code: string, input: UpdateWebhookInput, settings: WebhookSettings, now: Date): Promise<WebhookRow> {
   const current = await loadWebhookForPrincipal(db, principal, marketplaceCode, code);
   const checks = new FieldChecks();
   const changes: WebhookChanges = {};
@@ -126,7 +139,14 @@ export async function changeWebhook(db: Queryable, principal: Principal, marketp
   if (changes.sellerId !== undefined) {
     await assertSellerIdAllowed(db, principal, { kind: current.tenant_kind, id: current.tenant_id }, marketplaceCode, changes.sellerId);
   }
-  const updated = await updateWebhook(db, current.id, changes, now);
+  const updated = await db.transaction(async (tx) => {
+    // A resume locks the row first: an event being fanned out (FOR KEY SHARE on the webhook) either
+    // commits its held delivery before this release, or waits and sees the webhook active.
+    if (changes.active === true) await tx.query(`SELECT 1 FROM webhooks WHERE id = $1 FOR UPDATE`, [current.id]);
+    const row = await updateWebhook(tx, current.id, changes, now);
+    if (row && changes.active === true && (await releaseHeldDeliveries(tx, current.id, now)) > 0) await notifyDeliveryWorkers(tx);
+    return row;
+  });
   if (!updated) throw notFound('The webhook does not exist.');
   return updated;
 }

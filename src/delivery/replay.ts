@@ -1,0 +1,80 @@
+import type { Database } from '../db/database.js';
+import { AppError } from '../http/errors.js';
+import { notifyDeliveryWorkers, requeueDelivery, type RetryOutcome } from './deliveries.repository.js';
+import { deliveryConditions, type DeliveryMatch } from './delivery-filter.js';
+
+/** Only finished deliveries are replayed: pending and held ones are going out anyway. */
+export const REPLAYABLE_STATUSES = ['succeeded', 'failed'] as const;
+export type ReplayableStatus = (typeof REPLAYABLE_STATUSES)[number];
+
+export interface ReplayOptions {
+  now: Date;
+  dryRun: boolean;
+  /** Replayed deliveries become due this many per second, oldest first. */
+  ratePerSecond: number;
+  /** Most deliveries one replay may requeue. */
+  maxDeliveries: number;
+}
+
+export interface ReplayOutcome {
+  matched: number;
+  replayed: number;
+}
+
+/**
+ * Replays the deliveries that match: they become pending again with the same webhook-id (a
+ * receiver that already processed one can recognise it), attempts keep counting. Pacing: the i-th
+ * (oldest first) is due at now + i / ratePerSecond, so a replay of thousands trickles out instead
+ * of flooding the receiver, and the claim, which takes due work across all webhooks, keeps serving
+ * other tenants in between. A dry run answers the count and changes nothing.
+ */
+export async function replayDeliveries(db: Database, match: DeliveryMatch & { statuses: readonly ReplayableStatus[] }, options: ReplayOptions): Promise<ReplayOutcome> {
+  return db.transaction(async (tx) => {
+    const countParams: unknown[] = [];
+    const { rows } = await tx.query<{ count: number }>(
+      `SELECT count(*)::int AS count FROM deliveries d JOIN events e ON e.id = d.event_id WHERE ${deliveryConditions(match, countParams).join(' AND ')}`,
+      countParams,
+    );
+    const matched = rows[0]!.count;
+    if (options.dryRun || matched === 0) return { matched, replayed: 0 };
+    if (matched > options.maxDeliveries) {
+      throw new AppError('validation_failed', `The filter matches ${matched} deliveries; one replay sends at most ${options.maxDeliveries}. Narrow the time window or add a filter.`, {
+        errors: [{ field: 'body', message: `matches ${matched} deliveries, more than ${options.maxDeliveries}` }],
+      });
+    }
+    const params: unknown[] = [];
+    const conditions = deliveryConditions(match, params);
+    const now = `$${params.push(options.now)}::timestamptz`;
+    const spacingMs = `$${params.push(1000 / options.ratePerSecond)}::float8`;
+    const statuses = `$${params.push(match.statuses)}::text[]`;
+    // The status is checked again on the row being updated: one that a retry made pending meanwhile is left alone.
+    const { rows: replayed } = await tx.query<{ count: number }>(
+      `WITH matched AS (
+         SELECT d.id, row_number() OVER (ORDER BY d.created_at, d.id) - 1 AS position
+           FROM deliveries d JOIN events e ON e.id = d.event_id
+          WHERE ${conditions.join(' AND ')}
+       ), requeued AS (
+         UPDATE deliveries d
+            SET status = 'pending', next_attempt_at = ${now} + m.position * ${spacingMs} * interval '1 millisecond',
+                updated_at = ${now}, completed_at = NULL, leased_by = NULL, lease_expires_at = NULL
+           FROM matched m
+          WHERE d.id = m.id AND d.status = ANY(${statuses})
+         RETURNING 1
+       )
+       SELECT count(*)::int AS count FROM requeued`,
+      params,
+    );
+    const count = replayed[0]!.count;
+    if (count > 0) await notifyDeliveryWorkers(tx);
+    return { matched, replayed: count };
+  });
+}
+
+/** Sends one delivery again now and wakes the workers (on commit); 'delivering' while a worker holds it. */
+export function retryDelivery(db: Database, webhookId: number, deliveryId: number, now: Date): Promise<RetryOutcome> {
+  return db.transaction(async (tx) => {
+    const result = await requeueDelivery(tx, webhookId, deliveryId, now);
+    if (result === 'queued') await notifyDeliveryWorkers(tx);
+    return result;
+  });
+}

@@ -1,0 +1,96 @@
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { createTestApp, type TestContext } from '../testing/test-app.js';
+import { accessTokenFor, bearer, seedUser } from '../testing/fixtures.js';
+
+// Issue 13 item 3: authenticate before reading bodies, and a body limit per route.
+
+interface Answer {
+  status: number;
+  body: string;
+}
+
+/**
+ * Sends the headers and the first 16 KiB of a body announced as 1 MiB, then nothing more: a
+ * server that reads the body before answering never answers, one that authenticates first does.
+ */
+function sendBodyThatNeverEnds(port: number, method: string, path: string, headers: Record<string, string> = {}): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = request({ port, method, path, headers: { 'content-type': 'application/json', 'content-length': String(1024 * 1024), ...headers } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => {
+        resolve({ status: res.statusCode ?? 0, body });
+        req.destroy();
+      });
+    });
+    req.setTimeout(5000, () => req.destroy(new Error(`${method} ${path}: no answer within 5 s while the body was still coming`)));
+    req.on('error', reject);
+    req.write(`{"a":${'['.repeat(16 * 1024 - 5)}`);
+  });
+}
+
+describe('authentication comes before the body', () => {
+  let ctx: TestContext;
+  let port: number;
+  before(async () => {
+    ctx = await createTestApp();
+    await ctx.app.listen({ host: '127.0.0.1', port: 0 });
+    port = (ctx.app.server.address() as AddressInfo).port;
+  });
+  after(() => ctx.close());
+
+  test('POST /v1/{mkt}/events without a token: 401 while a deeply nested body is still arriving (nothing read or parsed)', async () => {
+    const answer = await sendBodyThatNeverEnds(port, 'POST', '/v1/MKT/events');
+    assert.equal(answer.status, 401);
+    assert.equal(JSON.parse(answer.body).code, 'unauthorized');
+  });
+
+  test('every route that requires a token answers 401 before reading a body', async () => {
+    const openapi = (await ctx.app.inject({ url: '/openapi.json' })).json() as { paths: Record<string, Record<string, { security?: unknown[] }>> };
+    const routes = Object.entries(openapi.paths).flatMap(([path, operations]) =>
+      Object.entries(operations)
+        .filter(([method, operation]) => ['post', 'put', 'patch', 'delete'].includes(method) && (operation.security?.length ?? 0) > 0)
+        .map(([method]) => ({ method: method.toUpperCase(), path: path.replace(/\{[^}]+\}/g, 'x') })),
+    );
+    assert.ok(routes.length >= 8, `found only ${routes.length} authenticated routes with a body`);
+    for (const route of routes) {
+      const answer = await sendBodyThatNeverEnds(port, route.method, route.path, bearer('not.a.token'));
+      assert.equal(answer.status, 401, `${route.method} ${route.path}`);
+    }
+  });
+});
+
+describe('body limits per route', () => {
+  let ctx: TestContext;
+  before(async () => {
+    ctx = await createTestApp();
+  });
+  after(() => ctx.close());
+
+  const post = (url: string, payload: unknown, headers: Record<string, string> = {}) =>
+    ctx.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json', ...headers }, payload: JSON.stringify(payload) });
+
+  test('login and refresh: 8 KiB is 413, a body that fits is read', async () => {
+    assert.equal((await post('/api/v2/auth/login', { username: 'u', password: 'p'.repeat(8 * 1024) })).statusCode, 413);
+    assert.equal((await post('/api/v2/auth/refresh', { refresh_token: 't'.repeat(8 * 1024) })).statusCode, 413);
+    // 3 KiB fits the limit: the validation answers (the password is over its 1024 characters).
+    const fits = await post('/api/v2/auth/login', { username: 'u', password: 'p'.repeat(3 * 1024) });
+    assert.equal(fits.statusCode, 400);
+    assert.equal(fits.json().code, 'validation_failed');
+  });
+
+  test('event intake keeps BODY_LIMIT_BYTES (1 MiB): a 512 KiB event is read, other routes stop at 64 KiB', async () => {
+    const user = await seedUser(ctx.db, { role: 'admin' });
+    const auth = bearer(await accessTokenFor(ctx, user));
+    const big = { filler: 'x'.repeat(512 * 1024) };
+    const event = await post('/v1/MKT/events', big, auth);
+    assert.notEqual(event.statusCode, 413);
+    assert.equal(event.json().code, 'validation_failed');
+    assert.equal((await post('/v1/MKT/events', { filler: 'x'.repeat(1024 * 1024) }, auth)).statusCode, 413);
+    assert.equal((await post('/v1/MKT/webhooks', { filler: 'x'.repeat(65 * 1024) }, auth)).statusCode, 413);
+  });
+});

@@ -1,0 +1,140 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { DELIVERY_STATUSES, findDelivery, listAttempts, listDeliveries, type DeliveryStatus } from '../delivery/deliveries.repository.js';
+import { decodeCursor, encodeCursor } from '../delivery/delivery-cursor.js';
+import { REPLAYABLE_STATUSES, replayDeliveries, retryDelivery, type ReplayableStatus } from '../delivery/replay.js';
+import { EVENT_TOPICS } from '../events/event-schema.js';
+import { AppError, notFound } from '../http/errors.js';
+import { MarketplaceParams, WebhookParams } from '../http/path-params.js';
+import type { PortalSession } from './portal-sessions.js';
+import { assertInScope, loadScopedWebhook, sendPage, sessionOf, type PortalDeps } from './portal.routes.js';
+import { pageContext } from './portal-webhooks.routes.js';
+import { cataloguePage } from './views/catalogue-page.js';
+import { deliveryDetailPage, deliveryLogPage, replayPage, type ReplayValues } from './views/delivery-pages.js';
+
+const PAGE_SIZE = 25;
+const hide = { hide: true };
+// Empty form fields mean "any": '' is accepted and dropped.
+const Choice = (values: readonly string[]) => Type.Optional(Type.Union([Type.Literal(''), Type.Enum(values)]));
+const Text = (maxLength: number) => Type.Optional(Type.String({ maxLength }));
+
+const LogQuery = Type.Object({ status: Choice(DELIVERY_STATUSES), topic: Choice(EVENT_TOPICS), event_id: Text(200), entity_id: Text(200), cursor: Text(200) });
+const DeliveryParams = Type.Object({ ...WebhookParams.properties, id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }) });
+const CsrfForm = Type.Object({ _csrf: Text(100) });
+const DetailQuery = Type.Object({ done: Type.Optional(Type.Literal('retried')) });
+const ReplayForm = Type.Object({
+  _csrf: Text(100),
+  mode: Type.Optional(Type.Union([Type.Literal('count'), Type.Literal('send')])),
+  // One checkbox arrives as a string, several as an array.
+  status: Type.Optional(Type.Union([Type.Enum(REPLAYABLE_STATUSES), Type.Array(Type.Enum(REPLAYABLE_STATUSES), { maxItems: 2 })])),
+  since: Text(40),
+  until: Type.Optional(Type.String({ maxLength: 40 })),
+  topic: Choice(EVENT_TOPICS),
+  entity_id: Text(200),
+  event_id: Text(200),
+});
+
+const blankToUndefined = (value: string | undefined) => (value === undefined || value.trim() === '' ? undefined : value.trim());
+
+/** datetime-local gives `2026-01-31T12:00` without a zone: the form says UTC. */
+function utcTime(value: string | undefined, field: string): Date | undefined {
+  const text = blankToUndefined(value);
+  if (text === undefined) return undefined;
+  const date = new Date(/Z$|[+-]\d\d:\d\d$/.test(text) ? text : `${text}Z`);
+  if (Number.isNaN(date.getTime())) throw new AppError('validation_failed', `${field}: is not a date and time`, { errors: [{ field: `body.${field}`, message: 'is not a date and time' }] });
+  return date;
+}
+
+/** Delivery log, delivery detail with retry, replay by filter (count first), event catalogue. */
+export const portalDeliveryRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async (app, deps) => {
+  const { db, clock, config, requireSession } = deps;
+  const one = '/portal/:marketplace_code/webhooks/:code';
+  const load = (session: PortalSession, params: { marketplace_code: string; code: string }) => loadScopedWebhook(db, session, params);
+
+  app.get(`${one}/deliveries`, { schema: { ...hide, params: WebhookParams, querystring: LogQuery }, preHandler: requireSession }, async (request, reply) => {
+    const session = sessionOf(request);
+    const webhook = await load(session, request.params);
+    const query = request.query;
+    const filter = { status: blankToUndefined(query.status), topic: blankToUndefined(query.topic), event_id: blankToUndefined(query.event_id), entity_id: blankToUndefined(query.entity_id) };
+    const after = query.cursor ? decodeCursor(query.cursor) : undefined;
+    const rows = await listDeliveries(db, {
+      webhookId: webhook.id,
+      statuses: filter.status ? [filter.status as DeliveryStatus] : undefined,
+      topic: filter.topic,
+      eventId: filter.event_id,
+      entityId: filter.entity_id,
+      after,
+      limit: PAGE_SIZE,
+    });
+    const shown = rows.slice(0, PAGE_SIZE);
+    const last = shown.at(-1);
+    let nextUrl: string | null = null;
+    if (rows.length > PAGE_SIZE && last) {
+      const params = new URLSearchParams(Object.entries(filter).filter((entry): entry is [string, string] => entry[1] !== undefined));
+      params.set('cursor', encodeCursor({ createdMicros: Number(last.created_micros), id: Number(last.id) }));
+      nextUrl = `${request.url.split('?')[0]}?${params}`;
+    }
+    return sendPage(reply, deliveryLogPage(pageContext(session, webhook.marketplace_code), webhook, filter, shown, nextUrl));
+  });
+
+  const showDelivery = async (session: PortalSession, params: { marketplace_code: string; code: string; id: number }, notice?: { kind: 'success' | 'error'; text: string }) => {
+    const webhook = await load(session, params);
+    const delivery = await findDelivery(db, webhook.id, params.id);
+    if (!delivery) throw notFound('The delivery does not exist for this webhook.');
+    return deliveryDetailPage(pageContext(session, webhook.marketplace_code), webhook, delivery, await listAttempts(db, delivery.id), notice);
+  };
+
+  app.get(`${one}/deliveries/:id`, { schema: { ...hide, params: DeliveryParams, querystring: DetailQuery }, preHandler: requireSession }, async (request, reply) => {
+    const notice = request.query.done === 'retried' ? { kind: 'success' as const, text: 'Queued: the delivery is sent again now.' } : undefined;
+    return sendPage(reply, await showDelivery(sessionOf(request), request.params, notice));
+  });
+
+  app.post(`${one}/deliveries/:id/retry`, { schema: { ...hide, params: DeliveryParams, body: CsrfForm }, preHandler: requireSession }, async (request, reply) => {
+    const session = sessionOf(request);
+    const webhook = await load(session, request.params);
+    const outcome = await retryDelivery(db, webhook.id, request.params.id, clock.now());
+    if (outcome === 'not_found') throw notFound('The delivery does not exist for this webhook.');
+    // Post/redirect/get: a reload of the page shows the delivery, it does not retry again.
+    if (outcome === 'queued') return reply.redirect(`${request.url.replace(/\/retry$/, '')}?done=retried`, 303);
+    const notice = { kind: 'error' as const, text: 'The delivery is being sent right now; retry once this attempt has finished.' };
+    return sendPage(reply, await showDelivery(session, request.params, notice), 409);
+  });
+
+  app.get(`${one}/replay`, { schema: { ...hide, params: WebhookParams }, preHandler: requireSession }, async (request, reply) => {
+    const session = sessionOf(request);
+    const webhook = await load(session, request.params);
+    return sendPage(reply, replayPage(pageContext(session, webhook.marketplace_code), webhook, {}));
+  });
+
+  app.post(`${one}/replay`, { schema: { ...hide, params: WebhookParams, body: ReplayForm }, preHandler: requireSession }, async (request, reply) => {
+    const session = sessionOf(request);
+    const webhook = await load(session, request.params);
+    const context = pageContext(session, webhook.marketplace_code);
+    const body = request.body;
+    const statuses: ReplayableStatus[] = body.status === undefined ? [] : Array.isArray(body.status) ? body.status : [body.status];
+    const values: ReplayValues = { status: statuses, since: body.since, until: body.until, topic: body.topic, entity_id: body.entity_id, event_id: body.event_id };
+    const now = clock.now();
+    const earliest = new Date(now.getTime() - config.DELIVERY_REPLAY_MAX_DAYS * 86_400_000);
+    try {
+      if (statuses.length === 0) throw new AppError('validation_failed', 'Choose at least one status to replay.');
+      const since = utcTime(body.since, 'since') ?? earliest;
+      if (since < earliest) throw new AppError('validation_failed', `The window may start at most ${config.DELIVERY_REPLAY_MAX_DAYS} days back.`);
+      const dryRun = body.mode !== 'send';
+      const outcome = await replayDeliveries(
+        db,
+        { webhookId: webhook.id, statuses, since, until: utcTime(body.until, 'until'), topic: blankToUndefined(body.topic), entityId: blankToUndefined(body.entity_id), eventId: blankToUndefined(body.event_id) },
+        { now, dryRun, ratePerSecond: config.DELIVERY_REPLAY_RATE_PER_SECOND, maxDeliveries: config.DELIVERY_REPLAY_MAX_DELIVERIES },
+      );
+      return sendPage(reply, replayPage(context, webhook, values, dryRun ? { matched: outcome.matched } : outcome), dryRun ? 200 : 202);
+    } catch (error) {
+      if (!(error instanceof AppError) || error.code !== 'validation_failed') throw error;
+      return sendPage(reply, replayPage(context, webhook, values, { matched: 0, error: error.detail }), 400);
+    }
+  });
+
+  app.get('/portal/:marketplace_code/events', { schema: { ...hide, params: MarketplaceParams }, preHandler: requireSession }, async (request, reply) => {
+    const session = sessionOf(request);
+    assertInScope(session, request.params.marketplace_code);
+    return sendPage(reply, cataloguePage(pageContext(session, request.params.marketplace_code)));
+  });
+};

@@ -1,0 +1,43 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Queryable } from '../db/database.js';
+
+/** A portal link's scope: the seller's own webhooks in the marketplace, or (no seller) the marketplace's. */
+export interface PortalLinkScope {
+  marketplaceCode: string;
+  sellerId: number | null;
+}
+
+export const hashToken = (token: string): Buffer => createHash('sha256').update(token).digest();
+
+/** Stores a new one-time link; the token itself is only returned, never stored. */
+export async function insertPortalLink(db: Queryable, scope: PortalLinkScope, createdBy: number, now: Date, ttlSeconds: number): Promise<{ token: string; expiresAt: Date }> {
+  const token = randomBytes(32).toString('base64url');
+  const expiresAt = new Date(now.getTime() + ttlSeconds * 1000);
+  await db.query(
+    `INSERT INTO portal_links (token_hash, marketplace_code, seller_id, created_by, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+    [hashToken(token), scope.marketplaceCode, scope.sellerId, createdBy, now, expiresAt],
+  );
+  return { token, expiresAt };
+}
+
+/**
+ * Uses a link up, in one statement: of two concurrent uses exactly one gets the scope. An unknown,
+ * expired or used link gives undefined, and the three are not told apart.
+ */
+export async function consumePortalLink(db: Queryable, token: string, now: Date): Promise<(PortalLinkScope & { createdBy: number }) | undefined> {
+  const { rows } = await db.query<{ marketplace_code: string; seller_id: number | null; created_by: number }>(
+    `UPDATE portal_links SET used_at = $2
+      WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2
+      RETURNING marketplace_code, seller_id, created_by`,
+    [hashToken(token), now],
+  );
+  const row = rows[0];
+  return row && { marketplaceCode: row.marketplace_code, sellerId: row.seller_id, createdBy: row.created_by };
+}
+
+/** Links and portal sessions past their expiry are of no use: maintenance removes them. */
+export async function pruneExpiredPortalRecords(db: Queryable, now: Date): Promise<number> {
+  const links = await db.query(`DELETE FROM portal_links WHERE expires_at < $1`, [now]);
+  const sessions = await db.query(`DELETE FROM portal_sessions WHERE expires_at < $1`, [now]);
+  return links.rowCount + sessions.rowCount;
+}

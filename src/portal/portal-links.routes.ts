@@ -1,0 +1,74 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { FeatureDeps } from '../deps.js';
+import { authenticate, principalOf } from '../auth/authenticate.js';
+import { AppError } from '../http/errors.js';
+import { problemResponses } from '../http/openapi.js';
+import { MarketplaceParams, MAX_INT32 } from '../http/path-params.js';
+import { assertMarketplaceAccess } from '../webhooks/webhook-access.js';
+import { isSellerConnected } from '../webhooks/webhooks.repository.js';
+import { insertPortalLink } from './portal-links.repository.js';
+
+const PortalLinkBody = Type.Object(
+  {
+    seller_id: Type.Optional(
+      Type.Union([Type.Integer({ minimum: 1, maximum: MAX_INT32 }), Type.String({ pattern: '^[1-9][0-9]{0,9}$' })], {
+        description: 'The seller whose own webhooks in this marketplace the portal session manages. Left out: the marketplace\'s own webhooks.',
+        examples: [42],
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const PortalLink = Type.Object({
+  url: Type.String({ description: 'One-time URL that opens a portal session limited to the scope. Open it in a new tab or window (the portal refuses to be framed).' }),
+  expires_at: Type.String({ format: 'date-time', description: 'The link is refused after this (PORTAL_LINK_TTL_SECONDS, 15 minutes by default) and after its first use.' }),
+  marketplace_code: Type.String(),
+  seller_id: Type.Union([Type.Integer(), Type.Null()], { description: 'The seller of the scope, or null for the marketplace\'s own webhooks.' }),
+});
+
+/**
+ * POST /v1/{marketplace_code}/portal-links: a marketplace (for its own marketplace) or an admin
+ * hands a seller, or its own staff, a sign-in-free way into the portal, for embedding the portal
+ * in the marketplace's admin pages. The link carries no credentials of the caller.
+ */
+export const portalLinkRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {
+  const { db, clock, config } = deps;
+  app.post(
+    '/v1/:marketplace_code/portal-links',
+    {
+      onRequest: authenticate(deps),
+      schema: {
+        tags: ['portal'],
+        operationId: 'createPortalLink',
+        summary: 'Create a one-time portal link',
+        description: 'Marketplace users (their own marketplace) and admins only. With `seller_id`, the session manages that seller\'s own webhooks in the marketplace (the seller must be connected to it); without, the marketplace\'s own webhooks.',
+        security: [{ bearerAuth: [] }],
+        params: MarketplaceParams,
+        body: PortalLinkBody,
+        response: { 201: PortalLink, ...problemResponses(400, 401, 403, 404) },
+      },
+    },
+    async (request, reply) => {
+      const principal = principalOf(request);
+      const { marketplace_code: marketplaceCode } = request.params;
+      if (principal.role === 'seller') throw new AppError('forbidden', 'Only marketplace users and admins create portal links.');
+      // A link records the user who made it (portal_links.created_by); an API key is no user.
+      if (principal.userId === null) throw new AppError('forbidden', 'Portal links are made by users, not API keys.');
+      await assertMarketplaceAccess(db, principal, marketplaceCode);
+      const sellerId = request.body.seller_id === undefined ? null : Number(request.body.seller_id);
+      if (sellerId !== null && !(await isSellerConnected(db, String(sellerId), marketplaceCode))) {
+        throw new AppError('validation_failed', `body.seller_id: seller ${sellerId} is not connected to marketplace ${marketplaceCode}`, {
+          errors: [{ field: 'body.seller_id', message: `is not connected to marketplace ${marketplaceCode}` }],
+        });
+      }
+      const { token, expiresAt } = await insertPortalLink(db, { marketplaceCode, sellerId }, principal.userId, clock.now(), config.PORTAL_LINK_TTL_SECONDS);
+      // The request's own origin unless configured: the caller gets back what it asked for, so a
+      // forged Host header only misleads the one who forged it.
+      const base = config.PORTAL_PUBLIC_URL?.replace(/\/+$/, '') ?? `${request.protocol}://${request.host}`;
+      reply.code(201).header('cache-control', 'no-store');
+      return { url: `${base}/portal/link/${token}`, expires_at: expiresAt.toISOString(), marketplace_code: marketplaceCode, seller_id: sellerId };
+    },
+  );
+};

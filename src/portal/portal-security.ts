@@ -1,0 +1,62 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AppError } from '../http/errors.js';
+import { sameToken, type PortalSession } from './portal-sessions.js';
+
+/**
+ * Headers of every portal response. The CSP allows only Plaza's own scripts, styles and forms,
+ * no inline code, no framing; it names no scheme and has no upgrade-insecure-requests, so the
+ * portal also works when Plaza is reached over plain HTTP by a host name. same-origin referrers:
+ * a portal link's token must not leak to another site through the Referer header (no-referrer
+ * would also make browsers send `Origin: null` on our own forms, which the origin check refuses).
+ */
+export const PAGE_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+].join('; ');
+
+export function setPageHeaders(reply: FastifyReply): void {
+  reply
+    .header('content-security-policy', PAGE_CSP)
+    .header('x-content-type-options', 'nosniff')
+    .header('x-frame-options', 'DENY')
+    .header('referrer-policy', 'same-origin')
+    .header('cross-origin-opener-policy', 'same-origin')
+    .header('cache-control', 'no-store');
+}
+
+/**
+ * A write must come from a portal page: browsers mark cross-site requests (Sec-Fetch-Site, Origin),
+ * and the SameSite=Strict cookie is not sent on them anyway; both are checked so that neither
+ * alone is relied on.
+ */
+export function assertSameOrigin(request: FastifyRequest): void {
+  const site = request.headers['sec-fetch-site'];
+  if (site !== undefined && site !== 'same-origin' && site !== 'none') throw crossSite();
+  const origin = request.headers.origin;
+  if (origin !== undefined && origin !== 'null') {
+    let same: boolean;
+    try {
+      // Through URL both sides drop a default port (:80, :443) the same way.
+      same = new URL(origin).origin === new URL(`${request.protocol}://${request.host}`).origin;
+    } catch {
+      throw crossSite();
+    }
+    if (!same) throw crossSite();
+  } else if (origin === 'null') {
+    throw crossSite();
+  }
+}
+
+/** The session's synchronizer token must come back in the form (`_csrf`). */
+export function assertCsrfToken(request: FastifyRequest, session: PortalSession): void {
+  const body = request.body as Record<string, unknown> | undefined;
+  if (!sameToken(body?._csrf, session.csrfToken)) throw new AppError('forbidden', 'The form is out of date (missing or wrong CSRF token). Reload the page and try again.');
+}
+
+const crossSite = () => new AppError('forbidden', 'Cross-site requests are refused.');

@@ -1,0 +1,87 @@
+import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import type { Principal } from '../auth/access-tokens.js';
+import type { Queryable } from '../db/database.js';
+import { hashToken } from './portal-links.repository.js';
+
+/** A signed-in portal session: who it acts as, and (from a portal link) the one marketplace it may see. */
+export interface PortalSession {
+  principal: Principal;
+  csrfToken: string;
+  scopeMarketplace: string | null;
+  displayName: string;
+}
+
+export interface NewPortalSession {
+  userId: number;
+  authSessionId: string | null;
+  role: Principal['role'];
+  sellerId: number;
+  marketplaceCode: string | null;
+  scopeMarketplace: string | null;
+  displayName: string;
+  now: Date;
+  ttlSeconds: number;
+}
+
+/**
+ * Starts a session; returns the cookie value. Only its SHA-256 is stored, so a copy of the table
+ * opens no session. The CSRF token is random per session and goes into every form.
+ */
+export async function createPortalSession(db: Queryable, session: NewPortalSession): Promise<string> {
+  const id = randomBytes(32).toString('base64url');
+  await db.query(
+    `INSERT INTO portal_sessions (id_hash, csrf_token, user_id, auth_session_id, role, seller_id, marketplace_code, scope_marketplace, display_name, created_at, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10::timestamptz + make_interval(secs => $11))`,
+    [
+      hashToken(id), randomBytes(24).toString('base64url'), session.userId, session.authSessionId, session.role, session.sellerId,
+      session.marketplaceCode, session.scopeMarketplace, session.displayName, session.now, session.ttlSeconds,
+    ],
+  );
+  return id;
+}
+
+/**
+ * The live session of a cookie: not expired, its user still active, and (after a password
+ * sign-in) its API session not revoked, so logout and revoke-all end portal sessions too.
+ */
+export async function findPortalSession(db: Queryable, cookie: string, now: Date): Promise<PortalSession | undefined> {
+  const { rows } = await db.query<{
+    csrf_token: string; user_id: number; auth_session_id: string | null; role: Principal['role']; seller_id: number;
+    marketplace_code: string | null; scope_marketplace: string | null; display_name: string;
+  }>(
+    `SELECT p.csrf_token, p.user_id, p.auth_session_id, p.role, p.seller_id, p.marketplace_code, p.scope_marketplace, p.display_name
+       FROM portal_sessions p
+       JOIN users u ON u.id = p.user_id AND u.active
+       LEFT JOIN sessions s ON s.id = p.auth_session_id
+      WHERE p.id_hash = $1 AND p.expires_at > $2 AND (p.auth_session_id IS NULL OR s.revoked_at IS NULL)`,
+    [hashToken(cookie), now],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  return {
+    principal: {
+      userId: row.user_id,
+      // Link sessions have no API session; a fresh id keeps Principal's shape without meaning one.
+      sessionId: row.auth_session_id ?? randomUUID(),
+      sellerId: row.seller_id,
+      role: row.role,
+      marketplaceCode: row.marketplace_code,
+      tokenId: 'portal',
+    },
+    csrfToken: row.csrf_token,
+    scopeMarketplace: row.scope_marketplace,
+    displayName: row.display_name,
+  };
+}
+
+export async function deletePortalSession(db: Queryable, cookie: string): Promise<string | null> {
+  const { rows } = await db.query<{ auth_session_id: string | null }>(`DELETE FROM portal_sessions WHERE id_hash = $1 RETURNING auth_session_id`, [hashToken(cookie)]);
+  return rows[0]?.auth_session_id ?? null;
+}
+
+export function sameToken(given: unknown, expected: string): boolean {
+  if (typeof given !== 'string') return false;
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}

@@ -1,0 +1,187 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply } from 'fastify';
+import { Type } from 'typebox';
+import { countHeldByWebhook, countHeldDeliveries } from '../delivery/deliveries.repository.js';
+import { createGuardedAgent } from '../delivery/ssrf-guard.js';
+import { sendTestNotification } from '../delivery/test-notification.routes.js';
+import { AppError } from '../http/errors.js';
+import { MarketplaceParams, WebhookParams } from '../http/path-params.js';
+import { parseNetworks } from '../net/address-policy.js';
+import { assertMarketplaceAccess, tenantOf } from '../webhooks/webhook-access.js';
+import { STATUS_TOPIC_PREFIX } from '../webhooks/webhook-validators.js';
+import { listWebhooks } from '../webhooks/webhooks.repository.js';
+import { changeWebhook, createWebhook, rotateSecret, webhookSettings } from '../webhooks/webhooks.service.js';
+import type { PortalSession } from './portal-sessions.js';
+import { assertInScope, loadScopedWebhook, sendPage, sessionOf, type PortalDeps } from './portal.routes.js';
+import type { PageContext } from './views/layout.js';
+import { secretPage, testNotice, webhookDetailPage, webhookFormPage, type WebhookFormValues } from './views/webhook-pages.js';
+import { webhookListPage } from './views/webhook-pages.js';
+
+const Text = (maxLength: number) => Type.Optional(Type.String({ maxLength }));
+const WebhookForm = Type.Object({
+  _csrf: Text(100),
+  code: Text(200),
+  name: Text(400),
+  topic: Text(200),
+  status_code: Text(100),
+  callback_url: Text(4096),
+  seller_id: Text(20),
+  headers: Text(16_384),
+});
+const CsrfForm = Type.Object({ _csrf: Text(100) });
+const DONE_NOTICES = {
+  paused: 'Paused: events that arrive meanwhile are held until you resume.',
+  resumed: 'Resumed: held deliveries and waiting retries go out now, in order.',
+  saved: 'Saved.',
+} as const;
+const DetailQuery = Type.Object({ done: Type.Optional(Type.Enum(Object.keys(DONE_NOTICES) as (keyof typeof DONE_NOTICES)[])) });
+const hide = { hide: true };
+
+export function pageContext(session: PortalSession, marketplaceCode: string): PageContext {
+  return { signedInAs: session.displayName, csrfToken: session.csrfToken, marketplaceCode };
+}
+
+/** `Name: value` lines to a header map; a line without a colon is reported on the field. */
+export function parseHeaderLines(text: string): { headers: Record<string, string> } | { error: string } {
+  const headers: Record<string, string> = {};
+  for (const [index, line] of text.split(/\r?\n/).entries()) {
+    if (line.trim() === '') continue;
+    const colon = line.indexOf(':');
+    if (colon <= 0) return { error: `line ${index + 1}: write each header as Name: value` };
+    headers[line.slice(0, colon).trim()] = line.slice(colon + 1).trim();
+  }
+  return { headers };
+}
+
+const detailPath = (webhook: { marketplace_code: string; code: string }) => `/portal/${webhook.marketplace_code}/webhooks/${encodeURIComponent(webhook.code)}`;
+
+const headerLines = (headers: Record<string, string>) => Object.entries(headers).map(([name, value]) => `${name}: ${value}`).join('\n');
+
+/** Webhook pages: list with health, create, edit, detail with test, pause/resume and rotation. */
+export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async (app, deps) => {
+  const { db, clock, requireSession } = deps;
+  const settings = webhookSettings(deps);
+  const agent = createGuardedAgent({
+    allowed: parseNetworks(deps.config.WEBHOOK_ALLOWED_NETWORKS),
+    connectTimeoutMs: deps.config.DELIVERY_CONNECT_TIMEOUT_MS,
+    responseTimeoutMs: deps.config.DELIVERY_TIMEOUT_MS,
+  });
+  app.addHook('onClose', async () => agent.close());
+  const hooks = '/portal/:marketplace_code/webhooks';
+  const one = `${hooks}/:code`;
+  const scoped = (session: PortalSession, marketplaceCode: string) => {
+    assertInScope(session, marketplaceCode);
+    return pageContext(session, marketplaceCode);
+  };
+  const load = (session: PortalSession, params: { marketplace_code: string; code: string }) => loadScopedWebhook(db, session, params);
+  const sellerEditable = (session: PortalSession) => session.principal.role !== 'seller';
+
+  app.get(hooks, { schema: { ...hide, params: MarketplaceParams }, preHandler: requireSession }, async (request, reply) => {
+    const session = sessionOf(request);
+    const { marketplace_code: mkt } = request.params;
+    const context = scoped(session, mkt);
+    await assertMarketplaceAccess(db, session.principal, mkt);
+    const { rows } = await listWebhooks(db, { tenant: session.principal.role === 'admin' ? undefined : tenantOf(session.principal), marketplaceCode: mkt, limit: 100 });
+    const held = await countHeldByWebhook(db, rows.map((row) => Number(row.id)));
+    return sendPage(reply, webhookListPage(context, rows, held));
+  });
+
+  app.get(`${hooks}/new`, { schema: { ...hide, params: MarketplaceParams }, preHandler: requireSession }, async (request, reply) => {
+    const session = sessionOf(request);
+    const context = scoped(session, request.params.marketplace_code);
+    await assertMarketplaceAccess(db, session.principal, request.params.marketplace_code);
+    return sendPage(reply, webhookFormPage(context, { values: {}, sellerEditable: sellerEditable(session) }));
+  });
+
+  /** A validation problem from the service goes back onto the form; anything else is an error page. */
+  const formFailure = (reply: FastifyReply, error: unknown, render: (errors: AppError['options']['errors'], detail: string) => ReturnType<typeof webhookFormPage>) => {
+    if (!(error instanceof AppError) || error.status >= 500 || error.status === 404) throw error;
+    const errors = error.options.errors ?? (error.code === 'webhook_code_taken' ? [{ field: 'body.code', message: error.detail }] : []);
+    return sendPage(reply, render(errors, error.detail), error.status);
+  };
+
+  app.post(`${hooks}/new`, { schema: { ...hide, params: MarketplaceParams, body: WebhookForm }, preHandler: requireSession }, async (request, reply) => {
+    const session = sessionOf(request);
+    const { marketplace_code: mkt } = request.params;
+    const context = scoped(session, mkt);
+    const values: WebhookFormValues = request.body;
+    const render = (errors: AppError['options']['errors'], detail: string) => webhookFormPage(context, { values, errors, detail, sellerEditable: sellerEditable(session) });
+    const parsed = parseHeaderLines(values.headers ?? '');
+    if ('error' in parsed) return sendPage(reply, render([{ field: 'body.headers', message: parsed.error }], 'Please correct the fields below.'), 400);
+    const statusCode = values.status_code?.trim();
+    const topic = values.topic === 'order/status_change' && statusCode ? `${STATUS_TOPIC_PREFIX}${statusCode}` : (values.topic ?? '');
+    try {
+      const { webhook, secret } = await createWebhook(db, session.principal, mkt, {
+        code: values.code ?? '',
+        name: values.name ?? '',
+        topic,
+        callback_url: values.callback_url ?? '',
+        seller_id: values.seller_id?.trim() || '*',
+        headers: parsed.headers,
+      }, settings, clock.now());
+      return sendPage(reply, secretPage(context, webhook, secret), 201);
+    } catch (error) {
+      return formFailure(reply, error, render);
+    }
+  });
+
+  app.get(one, { schema: { ...hide, params: WebhookParams, querystring: DetailQuery }, preHandler: requireSession }, async (request, reply) => {
+    const session = sessionOf(request);
+    const webhook = await load(session, request.params);
+    const done = request.query.done;
+    const notice = done ? { kind: 'success' as const, text: DONE_NOTICES[done] } : undefined;
+    return sendPage(reply, webhookDetailPage(pageContext(session, webhook.marketplace_code), webhook, await countHeldDeliveries(db, webhook.id), notice));
+  });
+
+  app.get(`${one}/edit`, { schema: { ...hide, params: WebhookParams }, preHandler: requireSession }, async (request, reply) => {
+    const session = sessionOf(request);
+    const webhook = await load(session, request.params);
+    const values = { name: webhook.name, callback_url: webhook.callback_url, seller_id: webhook.seller_id, headers: headerLines(webhook.headers) };
+    return sendPage(reply, webhookFormPage(pageContext(session, webhook.marketplace_code), { existing: webhook, values, sellerEditable: sellerEditable(session) }));
+  });
+
+  app.post(`${one}/edit`, { schema: { ...hide, params: WebhookParams, body: WebhookForm }, preHandler: requireSession }, async (request, reply) => {
+    const session = sessionOf(request);
+    const webhook = await load(session, request.params);
+    const context = pageContext(session, webhook.marketplace_code);
+    const values: WebhookFormValues = request.body;
+    const render = (errors: AppError['options']['errors'], detail: string) => webhookFormPage(context, { existing: webhook, values, errors, detail, sellerEditable: sellerEditable(session) });
+    const parsed = parseHeaderLines(values.headers ?? '');
+    if ('error' in parsed) return sendPage(reply, render([{ field: 'body.headers', message: parsed.error }], 'Please correct the fields below.'), 400);
+    try {
+      await changeWebhook(db, session.principal, webhook.marketplace_code, webhook.code, {
+        name: values.name ?? '',
+        callback_url: values.callback_url ?? '',
+        seller_id: values.seller_id?.trim() || '*',
+        headers: parsed.headers,
+      }, settings, clock.now());
+    } catch (error) {
+      return formFailure(reply, error, render);
+    }
+    return reply.redirect(`${detailPath(webhook)}?done=saved`, 303);
+  });
+
+  app.post(`${one}/test`, { schema: { ...hide, params: WebhookParams, body: CsrfForm }, preHandler: requireSession }, async (request, reply) => {
+    const session = sessionOf(request);
+    const webhook = await load(session, request.params);
+    const result = await sendTestNotification(deps, agent, webhook);
+    return sendPage(reply, webhookDetailPage(pageContext(session, webhook.marketplace_code), webhook, await countHeldDeliveries(db, webhook.id), testNotice(result)));
+  });
+
+  for (const [action, active] of [['pause', false], ['resume', true]] as const) {
+    app.post(`${one}/${action}`, { schema: { ...hide, params: WebhookParams, body: CsrfForm }, preHandler: requireSession }, async (request, reply) => {
+      const session = sessionOf(request);
+      const webhook = await load(session, request.params);
+      // The API's own PATCH {active}: a resume releases the held deliveries and wakes the workers.
+      await changeWebhook(db, session.principal, webhook.marketplace_code, webhook.code, { active }, settings, clock.now());
+      return reply.redirect(`${detailPath(webhook)}?done=${active ? 'resumed' : 'paused'}`, 303);
+    });
+  }
+
+  app.post(`${one}/rotate-secret`, { schema: { ...hide, params: WebhookParams, body: CsrfForm }, preHandler: requireSession }, async (request, reply) => {
+    const session = sessionOf(request);
+    const webhook = await load(session, request.params);
+    const rotated = await rotateSecret(db, session.principal, webhook.marketplace_code, webhook.code, settings, clock.now());
+    return sendPage(reply, secretPage(pageContext(session, webhook.marketplace_code), webhook, rotated.secret, rotated.previousExpiresAt));
+  });
+};

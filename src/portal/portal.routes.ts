@@ -1,0 +1,198 @@
+import cookie from '@fastify/cookie';
+import formbody from '@fastify/formbody';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { verifyAccessToken } from '../auth/access-tokens.js';
+import { createLoginLimiter } from '../auth/login-limits.js';
+import { RefusedLoginAudit } from '../auth/refused-login-audit.js';
+import { login } from '../auth/login.service.js';
+import { originOf } from '../auth/request-origin.js';
+import { logout } from '../auth/sessions.service.js';
+import type { FeatureDeps } from '../deps.js';
+import type { Queryable } from '../db/database.js';
+import { AppError, notFound } from '../http/errors.js';
+import { loadWebhookForPrincipal } from '../webhooks/webhook-access.js';
+import type { Html } from './html.js';
+import { consumePortalLink } from './portal-links.repository.js';
+import { assertCsrfToken, assertSameOrigin, setPageHeaders } from './portal-security.js';
+import { createPortalSession, deletePortalSession, findPortalSession, type PortalSession } from './portal-sessions.js';
+import { registerPortalAssets } from './portal-assets.js';
+import { portalWebhookRoutes } from './portal-webhooks.routes.js';
+import { portalDeliveryRoutes } from './portal-deliveries.routes.js';
+import { linkPage, loginPage, marketplacesPage } from './views/auth-pages.js';
+import { errorPage } from './views/error-page.js';
+
+export const SESSION_COOKIE = 'plaza_portal';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    portalSession?: PortalSession;
+  }
+}
+
+export function sendPage(reply: FastifyReply, body: Html, status = 200) {
+  return reply.code(status).type('text/html; charset=utf-8').send(body.text);
+}
+
+/** The session of a portal route behind `requireSession`. */
+export function sessionOf(request: FastifyRequest): PortalSession {
+  if (!request.portalSession) throw new AppError('unauthorized');
+  return request.portalSession;
+}
+
+/** A portal-link session sees one marketplace; any other is "not found", like another tenant's. */
+export function assertInScope(session: PortalSession, marketplaceCode: string): void {
+  if (session.scopeMarketplace !== null && session.scopeMarketplace !== marketplaceCode) throw notFound('No such marketplace is available to you.');
+}
+
+/** A webhook the session may see, in its scope; 404 otherwise, as in the API. */
+export function loadScopedWebhook(db: Queryable, session: PortalSession, params: { marketplace_code: string; code: string }) {
+  assertInScope(session, params.marketplace_code);
+  return loadWebhookForPrincipal(db, session.principal, params.marketplace_code, params.code);
+}
+
+const LoginForm = Type.Object({ username: Type.String({ maxLength: 200 }), password: Type.String({ maxLength: 1024 }) });
+const LinkForm = Type.Object({ token: Type.String({ maxLength: 100 }) });
+const LinkParams = Type.Object({ token: Type.String({ pattern: '^[A-Za-z0-9_-]{1,100}$' }) });
+const hide = { hide: true };
+
+/**
+ * The webhook portal at /portal: server-rendered pages (tagged templates) made interactive with
+ * htmx, in the same process and origin as the API. Pages call the same services as the API with
+ * the session's principal, so tenancy, validation and limits are the API's own.
+ */
+export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {
+  const { db, clock, config, keys } = deps;
+  await app.register(cookie);
+  await app.register(formbody, { bodyLimit: 64 * 1024 });
+  // The login route's guards (limits and refusal audit), as the API's login has them.
+  const guards = { limiter: createLoginLimiter({ config, db }), refusals: new RefusedLoginAudit(db, clock, config.LOGIN_REFUSAL_AUDIT_WINDOW_SECONDS * 1000) };
+  app.addHook('onClose', async () => {
+    await guards.refusals.close().catch(() => {});
+    await guards.limiter.close();
+  });
+  registerPortalAssets(app);
+
+  app.addHook('onRequest', async (request, reply) => {
+    if (!request.url.startsWith('/portal/assets/')) setPageHeaders(reply);
+  });
+  app.setErrorHandler(async (error, request, reply) => {
+    const appError = error instanceof AppError ? error : undefined;
+    const validation = (error as { validation?: unknown }).validation !== undefined;
+    const status = appError?.status ?? (validation ? 400 : ((error as { statusCode?: number }).statusCode ?? 500));
+    if (status >= 500) request.log.error({ err: error }, 'portal page failed');
+    const detail = appError?.detail ?? (validation ? 'The request is not valid.' : status >= 500 ? 'Something went wrong on our side; try again.' : (error as Error).message);
+    return sendPage(reply, errorPage(status, detail, request.portalSession), status);
+  });
+
+  // Every page but sign-in needs a session; every write a same-origin request with the CSRF token.
+  const requireSession = async (request: FastifyRequest, reply: FastifyReply) => {
+    const cookieValue = request.cookies[SESSION_COOKIE];
+    const session = cookieValue ? await findPortalSession(db, cookieValue, clock.now()) : undefined;
+    if (!session) {
+      if (request.method === 'GET') return reply.redirect('/portal/login', 303);
+      throw new AppError('unauthorized', 'Your portal session has ended; sign in again.');
+    }
+    request.portalSession = session;
+    if (request.method !== 'GET') {
+      assertSameOrigin(request);
+      assertCsrfToken(request, session);
+    }
+  };
+
+  const startSession = (reply: FastifyReply, request: FastifyRequest, id: string) =>
+    reply.setCookie(SESSION_COOKIE, id, {
+      path: '/portal',
+      httpOnly: true,
+      sameSite: 'strict',
+      secure: request.protocol === 'https',
+      maxAge: config.PORTAL_SESSION_TTL_SECONDS,
+    });
+
+  app.get('/portal/login', { schema: hide }, async (_request, reply) => sendPage(reply, loginPage({})));
+
+  app.post('/portal/login', { schema: { ...hide, body: LoginForm } }, async (request, reply) => {
+    assertSameOrigin(request);
+    const { username, password } = request.body;
+    try {
+      // The API's own login: the same limits, audit and password checks. The tokens stay here:
+      // the browser gets only the portal cookie.
+      const pair = await login(deps, guards, { username, password, origin: originOf(request) });
+      const principal = await verifyAccessToken(keys, config, pair.token, clock.now());
+      const id = await createPortalSession(db, {
+        userId: principal.userId,
+        authSessionId: principal.sessionId,
+        role: principal.role,
+        sellerId: principal.sellerId,
+        marketplaceCode: principal.marketplaceCode,
+        scopeMarketplace: null,
+        displayName: pair.user_name,
+        now: clock.now(),
+        ttlSeconds: config.PORTAL_SESSION_TTL_SECONDS,
+      });
+      startSession(reply, request, id);
+      return reply.redirect('/portal', 303);
+    } catch (error) {
+      if (!(error instanceof AppError) || error.status >= 500) throw error;
+      if (error.options.headers?.['retry-after']) reply.header('retry-after', error.options.headers['retry-after']);
+      return sendPage(reply, loginPage({ username, error: error.detail }), error.status);
+    }
+  });
+
+  // GET only shows a button: link previews and scanners that fetch the URL do not use it up.
+  app.get('/portal/link/:token', { schema: { ...hide, params: LinkParams } }, async (request, reply) => sendPage(reply, linkPage(request.params.token)));
+
+  app.post('/portal/link', { schema: { ...hide, body: LinkForm } }, async (request, reply) => {
+    assertSameOrigin(request);
+    const now = clock.now();
+    const link = await consumePortalLink(db, request.body.token, now);
+    if (!link) return sendPage(reply, linkPage(null), 410);
+    const id = await createPortalSession(db, {
+      userId: link.createdBy,
+      authSessionId: null,
+      // A seller's link acts as that seller; a marketplace link as the marketplace.
+      role: link.sellerId === null ? 'marketplace' : 'seller',
+      sellerId: link.sellerId ?? 0,
+      marketplaceCode: link.sellerId === null ? link.marketplaceCode : null,
+      scopeMarketplace: link.marketplaceCode,
+      displayName: link.sellerId === null ? `marketplace ${link.marketplaceCode}` : `seller ${link.sellerId} on ${link.marketplaceCode}`,
+      now,
+      ttlSeconds: config.PORTAL_SESSION_TTL_SECONDS,
+    });
+    startSession(reply, request, id);
+    return reply.redirect(`/portal/${encodeURIComponent(link.marketplaceCode)}/webhooks`, 303);
+  });
+
+  app.post('/portal/logout', { schema: hide, preHandler: requireSession }, async (request, reply) => {
+    const session = sessionOf(request);
+    const authSessionId = await deletePortalSession(db, request.cookies[SESSION_COOKIE]!);
+    // A portal session is always a user's (it began with a login), never an API key's.
+    if (authSessionId && session.principal.apiKeyId === undefined) await logout(db, session.principal, originOf(request), clock.now());
+    reply.clearCookie(SESSION_COOKIE, { path: '/portal' });
+    return reply.redirect('/portal/login', 303);
+  });
+
+  app.get('/portal', { schema: hide, preHandler: requireSession }, async (request, reply) => {
+    const session = sessionOf(request);
+    const marketplaces = await marketplacesOf(deps, session);
+    if (marketplaces.length === 1) return reply.redirect(`/portal/${encodeURIComponent(marketplaces[0]!)}/webhooks`, 303);
+    return sendPage(reply, marketplacesPage(session, marketplaces));
+  });
+
+  await app.register(portalWebhookRoutes, { ...deps, requireSession });
+  await app.register(portalDeliveryRoutes, { ...deps, requireSession });
+};
+
+export type PortalDeps = FeatureDeps & { requireSession: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown> };
+
+/** The marketplaces a session may open, by code. */
+async function marketplacesOf({ db }: FeatureDeps, session: PortalSession): Promise<string[]> {
+  if (session.scopeMarketplace) return [session.scopeMarketplace];
+  const { principal } = session;
+  if (principal.role === 'marketplace') return principal.marketplaceCode ? [principal.marketplaceCode] : [];
+  const { rows } = principal.role === 'admin'
+    ? await db.query<{ code: string }>(`SELECT code FROM marketplaces ORDER BY code`)
+    : await db.query<{ code: string }>(`SELECT DISTINCT marketplace_code AS code FROM marketplace_connections WHERE seller_id = $1 ORDER BY 1`, [principal.sellerId]);
+  return rows.map((row) => row.code);
+}

@@ -1,0 +1,42 @@
+import { html } from '../html.js';
+import type { PortalSession } from '../portal-sessions.js';
+import { page } from './layout.js';
+
+export function loginPage(state: { username?: string; error?: string }) {
+  return page('Sign in', {}, html`
+<p>Sign in with your Plaza user name and password (seller or marketplace users) to see and control your webhooks.</p>
+${state.error && html`<div class="alert error" role="alert"><p>${state.error}</p></div>`}
+<form method="post" action="/portal/login" hx-boost="false">
+  <div class="field">
+    <label for="username">User name</label>
+    <input id="username" name="username" type="text" autocomplete="username" required value="${state.username ?? ''}">
+  </div>
+  <div class="field">
+    <label for="password">Password</label>
+    <input id="password" name="password" type="password" autocomplete="current-password" required>
+  </div>
+  <button type="submit">Sign in</button>
+</form>`);
+}
+
+/** token null: the link was unknown, expired or used already (not told apart). */
+export function linkPage(token: string | null) {
+  if (token === null) {
+    return page('This portal link cannot be used', {}, html`
+<div class="alert error" role="alert"><p>The link has expired or was used already. Portal links work once, for 15 minutes: ask for a new one.</p></div>
+<p><a href="/portal/login">Sign in with a user name and password instead</a></p>`);
+  }
+  return page('Open the webhook portal', {}, html`
+<p>This one-time link opens a portal session for the webhooks it was made for.</p>
+<form method="post" action="/portal/link" hx-boost="false">
+  <input type="hidden" name="token" value="${token}">
+  <button type="submit">Open the portal</button>
+</form>`);
+}
+
+export function marketplacesPage(session: PortalSession, marketplaces: string[]) {
+  return page('Choose a marketplace', { signedInAs: session.displayName, csrfToken: session.csrfToken }, html`
+${marketplaces.length === 0
+    ? html`<p>You have no marketplace to manage webhooks in.</p>`
+    : html`<ul>${marketplaces.map((code) => html`<li><a href="/portal/${code}/webhooks">${code}</a></li>`)}</ul>`}`);
+}

@@ -1,0 +1,136 @@
+import type { FieldError } from '../../http/errors.js';
+import type { TestResult } from '../../delivery/test-notification.routes.js';
+import type { WebhookRow } from '../../webhooks/webhook-access.js';
+import { FIXED_TOPICS } from '../../webhooks/webhook-validators.js';
+import { html, type Html } from '../html.js';
+import { csrfField, errorSummary, field, fieldMessages, page, statusBadge, timestamp, type PageContext } from './layout.js';
+
+const base = (webhook: Pick<WebhookRow, 'marketplace_code' | 'code'>) => `/portal/${webhook.marketplace_code}/webhooks/${encodeURIComponent(webhook.code)}`;
+
+/** One word for a webhook's state, for the list and the detail. */
+export function health(webhook: WebhookRow): Html {
+  if (!webhook.active) return statusBadge(webhook.disabled_reason === 'disabled_by_user' ? 'paused' : 'disabled');
+  return statusBadge(webhook.failing_since ? 'failing' : 'healthy');
+}
+
+const reasonText = (reason: string | null) => (reason === 'disabled_by_user' ? 'Paused by a user: new events are held.' : reason);
+
+export function webhookListPage(context: PageContext, webhooks: WebhookRow[], held: Map<number, number>) {
+  const mkt = context.marketplaceCode!;
+  return page(`Webhooks in ${mkt}`, context, html`
+<p><a class="button" href="/portal/${mkt}/webhooks/new">New webhook</a></p>
+${webhooks.length === 0 ? html`<p>No webhooks yet.</p>` : html`
+<table>
+  <caption class="hint">Health at a glance</caption>
+  <thead><tr><th scope="col">Webhook</th><th scope="col">Topic</th><th scope="col">State</th><th scope="col">Last success</th><th scope="col">Failing since</th><th scope="col">Held</th><th scope="col">Disabled reason</th></tr></thead>
+  <tbody>
+  ${webhooks.map((webhook) => html`<tr>
+    <td><a href="${base(webhook)}">${webhook.name}</a><br><code>${webhook.code}</code></td>
+    <td><code>${webhook.topic}</code></td>
+    <td>${health(webhook)}</td>
+    <td>${timestamp(webhook.last_success_at, 'never')}</td>
+    <td>${timestamp(webhook.failing_since)}</td>
+    <td>${held.get(Number(webhook.id)) ?? 0}</td>
+    <td>${reasonText(webhook.disabled_reason) ?? '—'}</td>
+  </tr>`)}
+  </tbody>
+</table>`}`);
+}
+
+export interface WebhookFormValues {
+  code?: string;
+  name?: string;
+  topic?: string;
+  status_code?: string;
+  callback_url?: string;
+  seller_id?: string;
+  headers?: string;
+}
+
+/** Create (no `existing`) or edit. Field errors are the API's own messages, shown on their fields. */
+export function webhookFormPage(context: PageContext, options: { existing?: WebhookRow; values: WebhookFormValues; errors?: FieldError[]; detail?: string; sellerEditable: boolean }) {
+  const { existing, values, errors } = options;
+  const mkt = context.marketplaceCode!;
+  const action = existing ? `${base(existing)}/edit` : `/portal/${mkt}/webhooks/new`;
+  const topicErrors = fieldMessages(errors, 'topic');
+  const headerErrors = fieldMessages(errors, 'headers');
+  return page(existing ? `Edit ${existing.name}` : 'New webhook', context, html`
+${errorSummary(errors, options.detail)}
+<form method="post" action="${action}" novalidate>
+  ${csrfField(context)}
+  ${existing ? html`<p>Code <code>${existing.code}</code> and topic <code>${existing.topic}</code> cannot be changed.</p>` : html`
+  ${field({ name: 'code', label: 'Code', value: values.code, errors, required: true, hint: 'Identifier inside the marketplace: letters, digits, _ or -. Cannot be changed later.' })}`}
+  ${field({ name: 'name', label: 'Name', value: values.name, errors, required: true })}
+  ${!existing && html`
+  <div class="field">
+    <label for="f-topic">Topic</label>
+    <p class="hint" id="f-topic-hint">What the webhook receives. See the <a href="/portal/${mkt}/events">event catalogue</a> for each topic's body.</p>
+    <select id="f-topic" name="topic" aria-describedby="f-topic-hint${topicErrors.length ? ' f-topic-error' : ''}" ${topicErrors.length > 0 && html`aria-invalid="true"`}>
+      ${FIXED_TOPICS.map((topic) => html`<option value="${topic}" ${values.topic === topic && html`selected`}>${topic}</option>`)}
+    </select>
+    ${topicErrors.length > 0 && html`<p class="error" id="f-topic-error">${topicErrors.join('; ')}</p>`}
+  </div>
+  ${field({ name: 'status_code', label: 'Only this order status (optional)', value: values.status_code, hint: 'With topic order/status_change: receive only changes into this status code, e.g. APRO.' })}`}
+  ${field({ name: 'callback_url', label: 'Callback URL', value: values.callback_url, errors, required: true, type: 'url', hint: 'The https URL that receives the notifications.' })}
+  ${options.sellerEditable
+    ? field({ name: 'seller_id', label: 'Seller', value: values.seller_id ?? '*', errors, hint: '* for every seller, or one seller id.' })
+    : html`<input type="hidden" name="seller_id" value="${values.seller_id ?? '*'}">`}
+  <div class="field">
+    <label for="f-headers">Headers</label>
+    <p class="hint" id="f-headers-hint">Added to each notification, one per line as <code>Name: value</code>.</p>
+    <textarea id="f-headers" name="headers" aria-describedby="f-headers-hint${headerErrors.length ? ' f-headers-error' : ''}" ${headerErrors.length > 0 && html`aria-invalid="true"`}>${values.headers ?? ''}</textarea>
+    ${headerErrors.length > 0 && html`<p class="error" id="f-headers-error">${headerErrors.join('; ')}</p>`}
+  </div>
+  <button type="submit">${existing ? 'Save changes' : 'Create webhook'}</button>
+  <a href="${existing ? base(existing) : `/portal/${mkt}/webhooks`}">Cancel</a>
+</form>`);
+}
+
+/** The secret appears once: after create, and after a rotation (with what the overlap means). */
+export function secretPage(context: PageContext, webhook: WebhookRow, secret: string, previousExpiresAt?: Date) {
+  return page(previousExpiresAt ? 'New signing secret' : 'Webhook created', context, html`
+<div class="alert warning" role="status">
+  <p><strong>Copy the signing secret now: it is shown only this once.</strong> Your receiver verifies each notification's <code>webhook-signature</code> with it.</p>
+</div>
+<p><code class="secret" id="secret">${secret}</code></p>
+<p><button type="button" class="secondary" data-copy="secret">Copy secret</button> <span id="secret-status" role="status" aria-live="polite"></span></p>
+${previousExpiresAt && html`<h2>How the rotation works</h2>
+<p>Until ${timestamp(previousExpiresAt)} the previous secret keeps signing alongside the new one: every notification carries
+two signatures in <code>webhook-signature</code> (separated by a space), and a receiver that verifies with either secret accepts it.
+Switch your receiver to the new secret before then; after that only the new secret signs.</p>`}
+<p><a href="${base(webhook)}">Go to the webhook</a></p>`);
+}
+
+export function webhookDetailPage(context: PageContext, webhook: WebhookRow, heldCount: number, notice?: { kind: 'success' | 'error'; text: string }) {
+  const here = base(webhook);
+  return page(webhook.name, context, html`
+${notice && html`<div class="alert ${notice.kind}" role="status"><p>${notice.text}</p></div>`}
+<dl class="facts">
+  <dt>Code</dt><dd><code>${webhook.code}</code></dd>
+  <dt>Topic</dt><dd><code>${webhook.topic}</code></dd>
+  <dt>Callback URL</dt><dd><code>${webhook.callback_url}</code></dd>
+  <dt>Seller</dt><dd>${webhook.seller_id === '*' ? 'every seller' : webhook.seller_id}</dd>
+  <dt>Headers</dt><dd>${Object.keys(webhook.headers).length === 0 ? 'none' : Object.keys(webhook.headers).map((name) => html`<code>${name}</code> `)}</dd>
+  <dt>State</dt><dd>${health(webhook)} ${reasonText(webhook.disabled_reason)}</dd>
+  <dt>Last success</dt><dd>${timestamp(webhook.last_success_at, 'never')}</dd>
+  <dt>Failing since</dt><dd>${timestamp(webhook.failing_since)}</dd>
+  <dt>Disabled at</dt><dd>${timestamp(webhook.disabled_at)}</dd>
+  <dt>Held deliveries</dt><dd>${heldCount}</dd>
+</dl>
+<div class="actions">
+  <a class="button secondary" href="${here}/deliveries">Delivery log</a>
+  <a class="button secondary" href="${here}/replay">Replay</a>
+  <a class="button secondary" href="${here}/edit">Edit</a>
+  <form method="post" action="${here}/test">${csrfField(context)}<button type="submit" class="secondary">Send test</button></form>
+  <form method="post" action="${here}/${webhook.active ? 'pause' : 'resume'}">${csrfField(context)}<button type="submit">${webhook.active ? 'Pause' : 'Resume'}</button></form>
+  <form method="post" action="${here}/rotate-secret">${csrfField(context)}<button type="submit" class="secondary">Rotate secret</button></form>
+</div>
+<p class="hint">Pause holds the events that arrive meanwhile; Resume sends them, in order, at once.
+A rotation keeps the previous secret signing alongside the new one for a while, so receivers can switch without losing notifications.</p>`);
+}
+
+export function testNotice(result: TestResult): { kind: 'success' | 'error'; text: string } {
+  return result.success
+    ? { kind: 'success', text: `Test sent: the receiver answered ${result.status_code} in ${result.duration_ms} ms.` }
+    : { kind: 'error', text: `Test failed: ${result.error} (${result.duration_ms} ms).` };
+}
