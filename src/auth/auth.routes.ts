@@ -123,7 +123,9 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
   app.post(
     '/api/v2/auth/password',
     {
-      preHandler: requireUser,
+      // Authenticated before the body is read; the body is two passwords.
+      onRequest: requireUser,
+      bodyLimit: CREDENTIALS_BODY_LIMIT_BYTES,
       schema: {
         tags: ['auth'],
         operationId: 'changePassword',
