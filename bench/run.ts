@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { progress } from './lib/cleanup.js';
-import { createBenchDatabase, disposeTemplates, dropAbandonedDatabases, type BenchDatabase, type Engine } from './lib/database.js';
+import { createBenchDatabase, dropAbandonedDatabases, type BenchDatabase, type Engine } from './lib/database.js';
 import { killAll } from './lib/processes.js';
 import { scaleFor, type Row, type RunState } from './lib/scenario.js';
 import { headerLines, machineLine, resultsMarkdown, rowLine } from './lib/table.js';
@@ -43,7 +43,7 @@ async function main(): Promise<number> {
     writeFileSync(`${dir}${name}`, resultsMarkdown(rows, { machine, startedAt, mode: `${values.smoke ? 'smoke' : 'full'}${finished ? '' : ', in progress'}`, command }));
 
   for (const engine of engines) {
-    const state: RunState = { peakRss: [] };
+    const state: RunState = { peakRss: [], serverMemory: [] };
     for (const scenario of scenarios) {
       progress(`[${engine}] ${scenario.id} ${scenario.name}`);
       const databases: BenchDatabase[] = [];
@@ -72,7 +72,6 @@ async function main(): Promise<number> {
       write(false);
     }
   }
-  disposeTemplates();
 
   write(true);
   console.log(`\nWritten to bench/results/${name} in ${((Date.now() - startedAt.getTime()) / 1000).toFixed(0)} s.`);

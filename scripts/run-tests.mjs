@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // Runs the compiled tests (dist/**/*.test.js) with node's test runner, after preparing one
 // migrated database template for the whole run. `npm test -- auth webhooks` runs only the test
-// files whose path contains one of the words. On DATABASE_URL the tests use PostgreSQL.
+// files whose path contains one of the words. The tests use DATABASE_URL's PostgreSQL server;
+// without it, one embedded PostgreSQL server started here in a temporary directory for the run.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 
@@ -41,12 +42,35 @@ if (files.length === 0) {
 const { migrate } = await import('../dist/src/db/migrate.js');
 const env = { ...process.env };
 const cleanups = [];
+let child;
+let cleaning;
+// Also on Ctrl-C or a CI timeout: stop the embedded server and remove its directory.
+const cleanUp = () => (cleaning ??= (async () => {
+  for (const cleanup of cleanups.reverse()) await Promise.resolve().then(cleanup).catch((error) => console.error('cleanup:', error));
+})());
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    child?.kill(signal);
+    void cleanUp().then(() => process.exit(130));
+  });
+}
 
-if (process.env.DATABASE_URL) {
+if (!process.env.DATABASE_URL) {
+  const { EmbeddedServer, connectionString } = await import('../dist/src/db/embedded/server.js');
+  const dir = mkdtempSync(join(tmpdir(), 'plaza-test-pg-'));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  const quiet = { info: (_details, message) => console.error(`npm test: ${message}`), warn: () => {}, error: (_details, message) => console.error(`npm test: ${message}`) };
+  const server = await EmbeddedServer.start(dir, quiet, { throwaway: true });
+  cleanups.push(() => server.stop());
+  env.DATABASE_URL = connectionString({ ...server.connection, database: 'postgres' });
+}
+
+{
+  const url = env.DATABASE_URL;
   const { withAdminClient, withDatabase } = await import('../dist/src/testing/test-database.js');
   const { openPostgres } = await import('../dist/src/db/postgres.js');
   const template = `plaza_test_template_${process.pid}`;
-  await withAdminClient(process.env.DATABASE_URL, async (admin) => {
+  await withAdminClient(url, async (admin) => {
     // Copies left by runs that were killed before their cleanup; their names carry the pid of their
     // creator, so the databases of runs still going on (another terminal, CI) are left alone.
     const stale = await admin.query(`SELECT datname FROM pg_database WHERE datname ~ '^plaza_test_(template_)?[0-9]+'`);
@@ -56,26 +80,15 @@ if (process.env.DATABASE_URL) {
     }
     await admin.query(`CREATE DATABASE ${template}`);
   });
-  const db = openPostgres({ connectionString: withDatabase(process.env.DATABASE_URL, template), poolSize: 1, connectTimeoutMs: 5000, statementTimeoutMs: 60_000 });
+  const db = openPostgres({ connectionString: withDatabase(url, template), poolSize: 1, connectTimeoutMs: 5000, statementTimeoutMs: 60_000 });
   await migrate(db);
   await db.close();
   env.PLAZA_TEST_TEMPLATE_DB = template;
-  cleanups.push(() => withAdminClient(process.env.DATABASE_URL, (admin) => admin.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`)));
-} else {
-  const { PGlite } = await import('@electric-sql/pglite');
-  const { wrapPGlite } = await import('../dist/src/db/pglite.js');
-  const dir = mkdtempSync(join(tmpdir(), 'plaza-test-'));
-  const pglite = await PGlite.create();
-  await migrate(wrapPGlite(pglite));
-  const dump = await pglite.dumpDataDir('none');
-  writeFileSync(join(dir, 'template.tar'), Buffer.from(await dump.arrayBuffer()));
-  await pglite.close();
-  env.PLAZA_TEST_PGLITE_DUMP = join(dir, 'template.tar');
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  cleanups.push(() => withAdminClient(url, (admin) => admin.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`)));
 }
 
 const concurrency = process.env.PLAZA_TEST_CONCURRENCY ?? '2';
-const child = spawn(process.execPath, ['--enable-source-maps', '--test', `--test-concurrency=${concurrency}`, ...files], { env, stdio: 'inherit' });
+child = spawn(process.execPath, ['--enable-source-maps', '--test', `--test-concurrency=${concurrency}`, ...files], { env, stdio: 'inherit' });
 const code = await new Promise((resolve) => child.on('exit', (exitCode, signal) => resolve(exitCode ?? (signal ? 1 : 0))));
-for (const cleanup of cleanups) await Promise.resolve().then(cleanup).catch(() => {});
+await cleanUp();
 process.exit(code);

@@ -20,7 +20,11 @@ export const ConfigSchema = Type.Object({
   PORT: Integer(3000, 'TCP port of the HTTP API.', 0, 65535),
   LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
     default: 'info',
-    description: 'Minimum level of the JSON logs written to standard output: fatal, error, warn, info, debug, trace or silent.',
+    description: 'Minimum level of the logs written to standard output: fatal, error, warn, info, debug, trace or silent.',
+  }),
+  LOG_FORMAT: Type.Enum(['auto', 'json', 'pretty'], {
+    default: 'auto',
+    description: 'json: one JSON object per line (for log collectors); pretty: coloured lines for people (pino-pretty); auto: pretty when standard output is a terminal, JSON otherwise.',
   }),
   TRUST_PROXY: Text(
     '',
@@ -30,12 +34,11 @@ export const ConfigSchema = Type.Object({
   SHUTDOWN_TIMEOUT_MS: Integer(10_000, 'On SIGTERM/SIGINT, how long in-flight requests and sends may take before the process exits.', 0),
 
   // Storage
-  DATABASE_URL: OptionalText('PostgreSQL connection string (postgres://…). Unset: the embedded PGlite database in DATA_DIR.'),
-  DATA_DIR: Text('./data', 'Directory of the embedded database and of generated keys (when not configured below).'),
+  DATABASE_URL: OptionalText('PostgreSQL connection string (postgres://…). Unset: Plaza runs its own PostgreSQL server in DATA_DIR/postgres.'),
+  DATA_DIR: Text('./data', 'Directory (mode 0700) of the embedded PostgreSQL server and of generated keys (when not configured below).'),
   DATABASE_POOL_SIZE: Integer(10, 'Connections in the PostgreSQL pool.', 1, 1000),
   DATABASE_CONNECT_TIMEOUT_MS: Integer(3000, 'How long a request waits for a PostgreSQL connection before answering 503.', 100),
   DATABASE_STATEMENT_TIMEOUT_MS: Integer(10_000, 'PostgreSQL statement_timeout for the pool.', 100),
-  EMBEDDED_VACUUM_INTERVAL_SECONDS: Integer(30, 'Embedded database only: how often VACUUM (ANALYZE) runs, standing in for the autovacuum PGlite lacks. 0 turns it off.', 0),
   DATABASE_RETRY_AFTER_SECONDS: Integer(5, 'Retry-After sent with 503 while the database is unreachable.', 1),
 
   // Keys and secrets

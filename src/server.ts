@@ -1,5 +1,5 @@
-import pino from 'pino';
-import { buildApp, REDACTED_PATHS } from './app.js';
+import type pino from 'pino';
+import { buildApp } from './app.js';
 import { systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { countUsers } from './accounts/accounts.repository.js';
@@ -10,22 +10,35 @@ import { openDatabase } from './db/open.js';
 import { startDeliveryWorker, type DeliveryWorker } from './delivery/worker.js';
 import { createMetrics } from './delivery/metrics.js';
 import { loadKeys, startKeyReloader } from './keys.js';
+import { createLogger } from './logging.js';
 
 export type Role = 'all' | 'api' | 'worker';
 
-export const FIRST_USER_HINT = [
-  'No user exists yet. Create the first one with:',
-  '  npx plaza marketplaces add <code> --name "<Marketplace name>"',
-  '  npx plaza sellers add <seller id> --name "<Seller name>"',
-  '  npx plaza connections add --seller <seller id> --marketplace <code>',
-  '  echo "<password>" | npx plaza users add <username> --seller <seller id>',
-  '(with the embedded database, stop the server first: the CLI needs the data directory lock).',
-].join('\n');
+/** The commands that create a first user, logged as one structured line on an empty database. */
+export const FIRST_USER_HINT = {
+  hint: 'create the first user with the CLI',
+  commands: [
+    'npx plaza marketplaces add <code> --name "<Marketplace name>"',
+    'npx plaza sellers add <seller id> --name "<Seller name>"',
+    'npx plaza connections add --seller <seller id> --marketplace <code>',
+    'echo "<password>" | npx plaza users add <username> --seller <seller id>',
+  ],
+};
 
 /** `plaza serve`: the API, the delivery worker, or both, until SIGTERM or SIGINT. */
 export async function serve(config: Config, role: Role): Promise<void> {
-  const logger = pino({ level: config.LOG_LEVEL, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } });
-  const db = await openDatabase(config, (error) => logger.warn({ err: error }, 'database connection error'));
+  const logger = createLogger(config);
+  // Role all owns the embedded server; --role api|worker may join the one a running Plaza owns.
+  const db = await openDatabase(config, {
+    onError: (error) => logger.warn({ err: error }, 'database connection error'),
+    logger,
+    exclusive: role === 'all',
+    onFatal: (error) => {
+      logger.fatal({ err: error }, 'the embedded database is gone; exiting');
+      process.stderr.write(`plaza: ${error.message}\n`);
+      process.exit(1);
+    },
+  });
   await migrateWhenReachable(db, logger);
   // Keys live in the database (encrypted under SECRETS_KEY): a process whose SECRETS_KEY cannot
   // open them refuses to start here, before serving or delivering anything.
@@ -38,9 +51,7 @@ export async function serve(config: Config, role: Role): Promise<void> {
   }
   const stopKeyReloader = startKeyReloader(keys, db, config, systemClock, (error) => logger.error({ err: error }, 'reloading the JWT keys failed; keeping the current ones'));
   if ((await countUsers(db)) === 0) {
-    logger.warn('no user exists yet');
-    // Said in plain words too: a person starting Plaza for the first time reads this, not a log parser.
-    process.stderr.write(`\n${FIRST_USER_HINT}\n\n`);
+    logger.warn(FIRST_USER_HINT, 'no user exists yet');
   }
 
   // One set of metrics, so that /metrics also shows this process's delivery attempts (role all).
@@ -49,7 +60,7 @@ export async function serve(config: Config, role: Role): Promise<void> {
   let worker: DeliveryWorker | undefined;
   if (role !== 'api') worker = await startDeliveryWorker({ config, db, keys, clock: systemClock, logger, metrics });
   if (app) await app.listen({ host: config.HOST, port: config.PORT });
-  logger.info({ role, engine: db.engine, port: app ? config.PORT : undefined }, 'plaza started');
+  logger.info({ role, database: config.DATABASE_URL ? 'external' : 'embedded', port: app ? config.PORT : undefined }, 'plaza started');
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -61,7 +72,8 @@ export async function serve(config: Config, role: Role): Promise<void> {
       process.exit(1);
     }, config.SHUTDOWN_TIMEOUT_MS + 5000);
     deadline.unref();
-    // Stop accepting first, let in-flight requests and sends finish, then close the database.
+    // Stop accepting first, let in-flight requests and sends finish, then close the database
+    // (for the owner of the embedded server, that stops it: fast shutdown).
     stopKeyReloader();
     await Promise.allSettled([app?.close(), worker?.stop()]);
     await db.close();

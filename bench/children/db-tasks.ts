@@ -11,10 +11,10 @@ import { serveRequests } from '../lib/ipc.js';
 import { median } from '../lib/stats.js';
 
 /**
- * Work on the database while the service is NOT running (the embedded data directory admits one
- * process): migrations, seeding, and the SQL ceilings of scenarios 3 and 6. It goes through the
- * project's own database layer and repositories, exactly what `plaza users add …` runs, in one
- * process instead of one CLI start (≈1 s of PGlite opening) per row.
+ * Work on the database outside the service: migrations, seeding, and the SQL ceilings of
+ * scenarios 3 and 6. It goes through the project's own database layer and repositories, exactly
+ * what `plaza users add …` runs (on the embedded way: the running server, or one started for the
+ * task), in one process instead of one CLI start per row.
  */
 interface WithEnv {
   env: Record<string, string>;
@@ -122,8 +122,8 @@ async function refreshCeiling(job: WithEnv & { chains: number; concurrency: numb
       });
       heads[chain] = successor;
     };
-    // Deadlines, not timers: PGlite answers through microtasks only, so a timer would never fire
-    // while the loops run; each loop also yields to the event loop once per rotation.
+    // Deadlines checked in the loops rather than timers; each loop yields to the event loop once
+    // per rotation.
     const measureFrom = performance.now() + job.warmupMs;
     const measureTo = measureFrom + job.durationMs;
     let operations = 0;

@@ -1,4 +1,4 @@
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { withAdminClient } from '../../src/testing/test-database.js';
@@ -7,9 +7,10 @@ import { runHelper } from './ipc.js';
 export type Engine = 'embedded' | 'postgres';
 
 /**
- * A fresh database for one scenario: a copy of a migrated embedded data directory, or a new
- * database on the PostgreSQL server of DATABASE_URL (dropped afterwards). Either way the service
- * also gets its own DATA_DIR (for its generated keys).
+ * A fresh database for one scenario: a new DATA_DIR whose embedded PostgreSQL server is
+ * initialised and migrated here (about a second), or a new database on the PostgreSQL server of
+ * DATABASE_URL (dropped afterwards). Either way the service also gets its own DATA_DIR (for its
+ * generated keys).
  */
 export interface BenchDatabase {
   readonly engine: Engine;
@@ -21,7 +22,6 @@ export interface BenchDatabase {
 }
 
 let counter = 0;
-let embeddedTemplate: string | undefined;
 
 // Data directories still on disk: an interrupted run removes them on its way out.
 const liveDirs = new Set<string>();
@@ -40,20 +40,10 @@ function removeDir(dir: string): void {
   liveDirs.delete(dir);
 }
 
-/** One migrated data directory per run, copied for each scenario (creating PGlite costs seconds). */
-async function templateDir(): Promise<string> {
-  if (!embeddedTemplate) {
-    const dir = tempDir('plaza-bench-template-');
-    await runHelper('db-tasks', 'prepare', { env: { DATA_DIR: dir } });
-    embeddedTemplate = dir;
-  }
-  return embeddedTemplate;
-}
-
 export async function createBenchDatabase(engine: Engine): Promise<BenchDatabase> {
   const dataDir = tempDir(`plaza-bench-${engine}-`);
   if (engine === 'embedded') {
-    cpSync(await templateDir(), dataDir, { recursive: true, filter: (source) => !source.endsWith('plaza.lock') });
+    await runHelper('db-tasks', 'prepare', { env: { DATA_DIR: dataDir } });
     return {
       engine,
       dataDir,
@@ -81,12 +71,6 @@ export async function createBenchDatabase(engine: Engine): Promise<BenchDatabase
       removeDir(dataDir);
     },
   };
-}
-
-/** Removes the embedded template at the end of the run. */
-export function disposeTemplates(): void {
-  if (embeddedTemplate) removeDir(embeddedTemplate);
-  embeddedTemplate = undefined;
 }
 
 /**

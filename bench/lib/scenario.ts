@@ -42,6 +42,8 @@ export function scaleFor(smoke: boolean): Scale {
 export interface RunState {
   deliveriesPerSecond?: number;
   peakRss: { scenario: string; process: string; mib: number }[];
+  /** The embedded server's memory next to each peakRss sample (embedded way only). */
+  serverMemory: { scenario: string; rssMiB: number; pssMiB: number; processes: number }[];
 }
 
 export interface ScenarioContext {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import type { BenchDatabase } from './database.js';
-import { freePort, peakRssMiB, sleep, track, untrack, wallNow } from './processes.js';
+import { embeddedServerMemory, freePort, peakRssMiB, sleep, track, untrack, wallNow } from './processes.js';
 
 export const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
 
@@ -35,6 +35,7 @@ export class Service {
     private readonly child: ChildProcess,
     readonly port: number,
     private readonly logPath: string,
+    private readonly db: BenchDatabase,
   ) {
     this.exit = new Promise((resolve) =>
       child.once('exit', (code, signal) => {
@@ -66,7 +67,7 @@ export class Service {
     });
     closeSync(log);
     track(child);
-    const service = new Service(child, port, logPath);
+    const service = new Service(child, port, logPath, db);
     if (role !== 'worker') {
       await service.waitReady(60_000);
       service.readyAfterMs = wallNow() - startedAt;
@@ -101,6 +102,11 @@ export class Service {
   /** Peak resident memory so far (VmHWM), in MiB. */
   peakRssMiB(): Promise<number | undefined> {
     return peakRssMiB(this.pid);
+  }
+
+  /** The embedded PostgreSQL server's memory (all its processes), apart from this process's. */
+  embeddedServerMemory(): ReturnType<typeof embeddedServerMemory> {
+    return this.db.engine === 'embedded' ? embeddedServerMemory(this.db.dataDir) : Promise.resolve(undefined);
   }
 
   isRunning(): boolean {

@@ -4,11 +4,9 @@ import type { FeatureDeps } from '../deps.js';
 import { CREDENTIALS_BODY_LIMIT_BYTES } from '../http/body-limits.js';
 import { problemResponses } from '../http/openapi.js';
 import { authenticate, userPrincipalOf } from './authenticate.js';
-import { createLoginLimiter } from './login-limits.js';
-import { login } from './login.service.js';
+import { createLoginGuards, login } from './login.service.js';
 import { verifyDummyPassword } from './passwords.js';
 import { refresh } from './refresh.service.js';
-import { RefusedLoginAudit } from './refused-login-audit.js';
 import { originOf } from './request-origin.js';
 import { changeOwnPassword } from './password-change.service.js';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../accounts/users.service.js';
@@ -37,15 +35,11 @@ const LoginBody = Type.Object({
 const RefreshBody = Type.Object({ refresh_token: Type.String({ minLength: 1, maxLength: 1024 }) });
 
 export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {
-  const guards = {
-    limiter: createLoginLimiter({ config: deps.config, db: deps.db }),
-    refusals: new RefusedLoginAudit(deps.db, deps.clock, deps.config.LOGIN_REFUSAL_AUDIT_WINDOW_SECONDS * 1000),
-  };
+  const guards = createLoginGuards(deps);
   // Builds the dummy hash now, so that the first unknown-user login costs what later ones do.
   void verifyDummyPassword('warm-up').catch(() => {});
   app.addHook('onClose', async () => {
-    await guards.refusals.close().catch((error: unknown) => app.log.warn({ err: error }, 'could not write the last counts of refused logins'));
-    await guards.limiter.close();
+    await guards.close().catch((error: unknown) => app.log.warn({ err: error }, 'could not write the last counts of refused logins'));
   });
   const requireUser = authenticate(deps);
 

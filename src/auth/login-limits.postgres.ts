@@ -4,7 +4,8 @@ import type { CounterState, CounterStore, Counters, Plan } from './login-limit-t
 
 /**
  * Login-limit counters in the login_throttle table, shared by every API process on one
- * PostgreSQL. Storage only: the rules come in as the `plan` function (login-limit-rules.ts).
+ * PostgreSQL (external or the embedded server). Storage only: the rules come in as the `plan`
+ * function (login-limit-rules.ts).
  */
 
 interface Row {

@@ -3,10 +3,10 @@ import type { FeatureDeps } from '../deps.js';
 import { AppError } from '../http/errors.js';
 import { recordAuthEvent, type RequestOrigin } from './auth-events.repository.js';
 import { findLoginAccount } from './login-account.js';
-import type { LoginLimiter } from './login-limits.js';
+import { createLoginLimiter, type LoginLimiter } from './login-limits.js';
 import { hashPassword, needsRehash, verifyDummyPassword, verifyPassword } from './passwords.js';
 import { hashRefreshToken, newRefreshToken } from './refresh-tokens.js';
-import type { RefusedLoginAudit } from './refused-login-audit.js';
+import { RefusedLoginAudit } from './refused-login-audit.js';
 import { insertRefreshToken, insertSession } from './sessions.repository.js';
 import { refreshExpiry, tokenPair, type TokenPair } from './token-pair.js';
 
@@ -24,6 +24,25 @@ const invalidCredentials = () => new AppError('invalid_credentials', 'The user n
 export interface LoginGuards {
   limiter: LoginLimiter;
   refusals: RefusedLoginAudit;
+  /** Writes the last open refusal counts and closes the limiter's store. */
+  close(): Promise<void>;
+}
+
+/** One set per process door that logs users in (the API and the portal share the same counters). */
+export function createLoginGuards(deps: FeatureDeps): LoginGuards {
+  const limiter = createLoginLimiter({ config: deps.config, db: deps.db });
+  const refusals = new RefusedLoginAudit(deps.db, deps.clock, deps.config.LOGIN_REFUSAL_AUDIT_WINDOW_SECONDS * 1000);
+  return {
+    limiter,
+    refusals,
+    async close() {
+      try {
+        await refusals.close();
+      } finally {
+        await limiter.close();
+      }
+    },
+  };
 }
 
 /**

@@ -28,6 +28,8 @@ export type Options = NonNullable<ParseArgsConfig['options']>;
 export interface Input {
   positionals: string[];
   values: Record<string, string | boolean | undefined>;
+  /** The arguments after the command's name, as given. */
+  args: string[];
 }
 
 /** One CLI command: its words, its usage line, its options, and what it does. */

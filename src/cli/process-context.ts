@@ -3,7 +3,8 @@ import type { Database } from '../db/database.js';
 import type { CliContext } from './command.js';
 
 /**
- * Opens the database a CLI command works on, migrated unless told not to. The one place where
+ * Opens the database a CLI command works on (DATABASE_URL, or the embedded server of DATA_DIR:
+ * the one a running plaza serve owns, or one started for the command), migrated unless told not to. The one place where
  * the CLI opens a database: change this when the way of opening changes.
  */
 export async function openCliDatabase(config: Config, options: { migrate?: boolean } = {}): Promise<Database> {

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../config.js';
-import { DataDirLockedError } from '../db/data-dir-lock.js';
+import { EmbeddedUnavailableError } from '../db/embedded/binaries.js';
+import { EmbeddedServerBusyError } from '../db/embedded/server.js';
 import { AppError } from '../http/errors.js';
 import { packageVersion } from '../paths.js';
 import { usageOf, type CliContext, type Command, type Input } from './command.js';
@@ -51,7 +52,7 @@ function parse(command: Command, args: string[]): Input {
     throw new UsageError(`${(error as Error).message.split('. ')[0]}.`, true);
   }
   if (parsed.positionals.length > positionalCount(command)) throw new UsageError(`Unexpected argument "${parsed.positionals[positionalCount(command)]}".`, true);
-  return { positionals: parsed.positionals, values: parsed.values as Input['values'] };
+  return { positionals: parsed.positionals, values: parsed.values as Input['values'], args };
 }
 
 const wantsHelp = (args: string[]) => {
@@ -101,7 +102,7 @@ export async function runCli(argv: string[], ctx: CliContext, commands: Command[
 
 /** The message of an error the caller can fix, or undefined for a real failure. */
 function mistakeOf(error: unknown): string | undefined {
-  if (error instanceof UsageError || error instanceof ConfigError || error instanceof DataDirLockedError) return error.message;
+  if (error instanceof UsageError || error instanceof ConfigError || error instanceof EmbeddedServerBusyError || error instanceof EmbeddedUnavailableError) return error.message;
   if (error instanceof AppError && error.status < 500) return error.detail;
   return undefined;
 }

@@ -1,6 +1,6 @@
 /**
- * The one interface every repository talks to. Two engines implement it with the same SQL:
- * PostgreSQL (`pg`) in production and PGlite (PostgreSQL in WebAssembly) embedded.
+ * The one interface every repository talks to, implemented over `pg` for PostgreSQL: an external
+ * server (DATABASE_URL) or the embedded server Plaza runs itself (src/db/embedded/).
  */
 export interface QueryResult<Row> {
   rows: Row[];
@@ -14,7 +14,6 @@ export interface Queryable {
 }
 
 export interface Database extends Queryable {
-  readonly engine: 'postgres' | 'pglite';
   /** Runs `work` in one transaction; commits when it resolves, rolls back when it throws. */
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
   /** LISTEN on a channel; resolves to a function that stops listening. */
@@ -30,7 +29,8 @@ export class DatabaseUnavailableError extends Error {
 }
 
 const UNAVAILABLE_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN',
+  // ENOENT: the embedded server's Unix socket is gone while the server restarts.
+  'ECONNREFUSED', 'ENOENT', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN',
   '57P01', // admin_shutdown
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now

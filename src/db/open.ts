@@ -1,18 +1,62 @@
+import pino from 'pino';
 import type { Config } from '../config.js';
 import type { Database } from './database.js';
-import { openPGlite } from './pglite.js';
+import { findRunningEmbeddedServer } from './embedded/client.js';
+import type { EmbeddedLogger } from './embedded/cluster.js';
+import { ensurePrivateDirectory } from './embedded/permissions.js';
+import { connectionString, EmbeddedServer, EmbeddedServerBusyError, refuseLegacyLayout } from './embedded/server.js';
 import { openPostgres } from './postgres.js';
 
-/** PostgreSQL when DATABASE_URL is set, the embedded PGlite database in DATA_DIR otherwise. */
-export function openDatabase(config: Config, onError?: (error: Error) => void): Promise<Database> {
-  if (!config.DATABASE_URL) return openPGlite(config.DATA_DIR, config.EMBEDDED_VACUUM_INTERVAL_SECONDS);
-  return Promise.resolve(
+export interface OpenOptions {
+  onError?: (error: Error) => void;
+  logger?: EmbeddedLogger;
+  /**
+   * `plaza serve` (role all) owns the embedded server: it refuses to start when another process
+   * runs it. Everything else (the CLI, --role api|worker) connects to a running one.
+   */
+  exclusive?: boolean;
+  /** The embedded server died and could not be restarted. */
+  onFatal?: (error: Error) => void;
+}
+
+/**
+ * DATABASE_URL when set. Otherwise the embedded PostgreSQL server of DATA_DIR: the one a running
+ * Plaza process owns (found through its state file), or one started here for as long as the
+ * returned Database is open (close() stops it).
+ */
+export async function openDatabase(config: Config, options: OpenOptions = {}): Promise<Database> {
+  const pool = (url: string) =>
     openPostgres({
-      connectionString: config.DATABASE_URL,
+      connectionString: url,
       poolSize: config.DATABASE_POOL_SIZE,
       connectTimeoutMs: config.DATABASE_CONNECT_TIMEOUT_MS,
       statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
-      ...(onError ? { onError } : {}),
-    }),
-  );
+      ...(options.onError ? { onError: options.onError } : {}),
+    });
+  if (config.DATABASE_URL) return pool(config.DATABASE_URL);
+
+  ensurePrivateDirectory(config.DATA_DIR);
+  refuseLegacyLayout(config.DATA_DIR);
+  const logger = options.logger ?? pino({ level: config.LOG_LEVEL }, pino.destination(2));
+  for (;;) {
+    const running = await findRunningEmbeddedServer(config.DATA_DIR);
+    if (running) {
+      if (options.exclusive) throw new EmbeddedServerBusyError(config.DATA_DIR, running.owner);
+      return pool(connectionString(running.connection));
+    }
+    try {
+      const server = await EmbeddedServer.start(config.DATA_DIR, logger, options.onFatal ? { onFatal: options.onFatal } : {});
+      const db = pool(connectionString(server.connection));
+      return {
+        ...db,
+        async close() {
+          await db.close();
+          await server.stop();
+        },
+      };
+    } catch (error) {
+      // Another process became the owner between our look and our claim: use its server.
+      if (!(error instanceof EmbeddedServerBusyError) || options.exclusive) throw error;
+    }
+  }
 }

@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { Database, Queryable, QueryResult } from './database.js';
 import { DatabaseUnavailableError, isUnavailable } from './database.js';
 
-// int8 (counts, bigserial ids) as numbers, as PGlite returns them: our ids stay below 2^53.
+// int8 (counts, bigserial ids) as numbers: our ids stay below 2^53.
 const types = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
     oid === 20 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
@@ -50,7 +50,6 @@ export function openPostgres(options: PostgresOptions): Database {
   const listener = new NotificationListener(options);
 
   return {
-    engine: 'postgres',
     ...queryable(pool),
     async transaction(work) {
       const client = await guard(() => pool.connect());

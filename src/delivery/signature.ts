@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 
 /**
  * Standard Webhooks signing (https://www.standardwebhooks.com): base64 HMAC-SHA256 over
@@ -14,4 +14,16 @@ export function signatureHeader(keys: readonly Buffer[], messageId: string, time
       return `v1,${hmac.digest('base64')}`;
     })
     .join(' ');
+}
+
+/**
+ * The receiver's side: whether one of the `v1,` signatures of a `webhook-signature` header was made
+ * with `key` over this message (constant-time comparison). Used by `plaza listen`.
+ */
+export function signatureMatches(header: string, key: Buffer, messageId: string, timestampSeconds: number, body: string | Buffer): boolean {
+  const expected = Buffer.from(signatureHeader([key], messageId, timestampSeconds, body));
+  return header.split(' ').some((candidate) => {
+    const given = Buffer.from(candidate);
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  });
 }

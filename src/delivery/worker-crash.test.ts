@@ -10,14 +10,11 @@ import { projectRoot } from '../paths.js';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';
 import { Receiver, seedDelivery, seedWebhook } from './delivery-test-kit.js';
 
-const onPostgres = Boolean(process.env.DATABASE_URL);
-
 /**
  * A real worker process killed with SIGKILL in the middle of its sends loses nothing: another worker
- * takes its claims once their lease expires. Two processes must share the database, which the
- * embedded PGlite (one process, in memory here) cannot do.
+ * takes its claims once their lease expires. Two processes share the test's database.
  */
-describe('a worker killed mid-delivery', { skip: onPostgres ? false : 'needs PostgreSQL (DATABASE_URL): two processes share one database' }, () => {
+describe('a worker killed mid-delivery', () => {
   let db: TestDatabase;
   let keys: Keys;
   let receiver: Receiver;

@@ -1,8 +1,9 @@
 import { createHash, hkdfSync, randomBytes } from 'node:crypto';
-import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { linkSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, type Config } from '../config.js';
 import type { Queryable } from '../db/database.js';
+import { assertPrivate, ensurePrivateDirectory } from '../db/embedded/permissions.js';
 import { decryptSecret, encryptSecret } from '../webhooks/secret-box.js';
 
 /**
@@ -64,7 +65,8 @@ function readOrCreateKeyFile(dataDir: string): KeyFile {
   const existing = readKeyFile(dataDir);
   if (existing) return existing;
   const path = keyFilePath(dataDir);
-  mkdirSync(dataDir, { recursive: true });
+  ensurePrivateDirectory(dataDir);
+  assertPrivate(path, 'file');
   const draft = `${path}.${process.pid}.tmp`;
   writeFileSync(draft, JSON.stringify({ secretsKey: newSecretsKey().toString('base64') } satisfies KeyFile), { mode: 0o600 });
   try {

@@ -4,9 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { verifyAccessToken } from '../auth/access-tokens.js';
-import { createLoginLimiter } from '../auth/login-limits.js';
-import { RefusedLoginAudit } from '../auth/refused-login-audit.js';
-import { login } from '../auth/login.service.js';
+import { createLoginGuards, login } from '../auth/login.service.js';
 import { originOf } from '../auth/request-origin.js';
 import { logout } from '../auth/sessions.service.js';
 import type { FeatureDeps } from '../deps.js';
@@ -66,12 +64,8 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
   const { db, clock, config, keys } = deps;
   await app.register(cookie);
   await app.register(formbody, { bodyLimit: 64 * 1024 });
-  // The login route's guards (limits and refusal audit), as the API's login has them.
-  const guards = { limiter: createLoginLimiter({ config, db }), refusals: new RefusedLoginAudit(db, clock, config.LOGIN_REFUSAL_AUDIT_WINDOW_SECONDS * 1000) };
-  app.addHook('onClose', async () => {
-    await guards.refusals.close().catch(() => {});
-    await guards.limiter.close();
-  });
+  const guards = createLoginGuards(deps);
+  app.addHook('onClose', async () => guards.close());
   registerPortalAssets(app);
 
   app.addHook('onRequest', async (request, reply) => {

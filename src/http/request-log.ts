@@ -1,0 +1,26 @@
+import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
+
+/** Load balancers and orchestrators call these every few seconds: at info they would drown the log. */
+const PROBE_PATHS = new Set(['/healthz', '/readyz']);
+
+/**
+ * One line per request, written when the response is sent: Fastify's own logging writes two
+ * ("incoming request" and "request completed"), and the second lacks the method and URL.
+ * Probes are logged at debug.
+ */
+export class OneLinePerRequest extends LogController {
+  override incomingRequest(): void {}
+
+  /** The request line already says 404. */
+  override routeNotFound(): void {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const responseTime = Math.round(reply.elapsedTime * 10) / 10;
+    if (error) {
+      reply.log.error({ req: request, res: reply, err: error, responseTime }, 'request');
+      return;
+    }
+    const level = PROBE_PATHS.has(request.url.split('?', 1)[0]!) ? 'debug' : 'info';
+    reply.log[level]({ req: request, res: reply, responseTime }, 'request');
+  }
+}

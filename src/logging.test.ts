@@ -1,0 +1,126 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { after, before, describe, test } from 'node:test';
+import { buildApp, type App } from './app.js';
+import { loadConfig } from './config.js';
+import { generateKeys } from './keys.js';
+import { choosePrettyLogs, createLogger } from './logging.js';
+import { projectRoot } from './paths.js';
+import { createTestDatabase, type TestDatabase } from './testing/test-database.js';
+
+/** A log destination that keeps what it is given. */
+function sink(): { stream: Writable; text: () => string } {
+  let text = '';
+  return { stream: new Writable({ write: (chunk, _encoding, done) => ((text += String(chunk)), done()) }), text: () => text };
+}
+
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+test('JSON lines carry ISO-8601 times', () => {
+  const out = sink();
+  createLogger({ LOG_LEVEL: 'info', LOG_FORMAT: 'json' }, { stream: out.stream, isTTY: true }).info({ n: 1 }, 'hello');
+  const line = JSON.parse(out.text()) as { time: string; msg: string; n: number };
+  assert.match(line.time, ISO_TIME);
+  assert.equal(line.msg, 'hello');
+});
+
+test('pretty lines for LOG_FORMAT=pretty, or auto on a terminal; JSON for auto elsewhere', () => {
+  assert.equal(choosePrettyLogs('auto', true), true);
+  assert.equal(choosePrettyLogs('auto', false), false);
+  assert.equal(choosePrettyLogs('pretty', false), true);
+  assert.equal(choosePrettyLogs('json', true), false);
+
+  const out = sink();
+  createLogger({ LOG_LEVEL: 'info', LOG_FORMAT: 'pretty' }, { stream: out.stream, isTTY: false }).warn({ user: { password: 'hunter2-secret' } }, 'no user exists yet');
+  const text = out.text();
+  assert.throws(() => JSON.parse(text), 'a pretty line is not JSON');
+  assert.match(text, /^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3} [+-]\d{4}\] WARN: no user exists yet/);
+  assert.equal(text.includes('hunter2-secret'), false, 'redaction applies to pretty lines too');
+  assert.equal(text.includes('\u001b['), false, 'no colours when the output is not a terminal');
+
+  const requests = sink();
+  createLogger({ LOG_LEVEL: 'info', LOG_FORMAT: 'pretty' }, { stream: requests.stream, isTTY: false }).info(
+    { reqId: 'r-1', req: { method: 'GET', url: '/v1/x' }, res: { statusCode: 200 }, responseTime: 3.2 },
+    'request',
+  );
+  assert.match(requests.text(), /^\[[^\]]+\] INFO: request GET \/v1\/x → 200 in 3\.2 ms \(req r-1\)\n$/, 'a request is one line for people too');
+});
+
+describe('request logging', () => {
+  let db: TestDatabase;
+  let app: App;
+  const out = sink();
+  const lines = () =>
+    out
+      .text()
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { level: number; msg: string; reqId: string; req?: { url: string }; res?: { statusCode: number }; responseTime?: number });
+
+  before(async () => {
+    db = await createTestDatabase();
+    const config = loadConfig({ LOG_LEVEL: 'debug', LOG_FORMAT: 'json' });
+    app = await buildApp({ config, db, keys: await generateKeys(), logger: createLogger(config, { stream: out.stream }) });
+    await app.ready();
+  });
+  after(async () => {
+    await app.close();
+    await db.close();
+  });
+
+  test('one line per request at info, with status and duration; probes at debug', async () => {
+    const login = await app.inject({ method: 'POST', url: '/api/v2/auth/login', payload: { username: 'nobody', password: 'Wr0ng-password-here' } });
+    assert.equal(login.statusCode, 401);
+    const missing = await app.inject({ method: 'GET', url: '/no-such-route' });
+    assert.equal(missing.statusCode, 404);
+    assert.equal((await app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200);
+    assert.equal((await app.inject({ method: 'GET', url: '/readyz?verbose=1' })).statusCode, 200);
+
+    const forLogin = lines().filter((line) => line.reqId === login.headers['x-request-id']);
+    assert.equal(forLogin.filter((line) => line.level === 30).length, 1, JSON.stringify(forLogin));
+    const [request] = forLogin.filter((line) => line.msg === 'request');
+    assert.equal(request?.req?.url, '/api/v2/auth/login');
+    assert.equal(request?.res?.statusCode, 401);
+    assert.equal(typeof request?.responseTime, 'number');
+
+    const forMissing = lines().filter((line) => line.reqId === missing.headers['x-request-id']);
+    assert.deepEqual(forMissing.map((line) => [line.msg, line.res?.statusCode]), [['request', 404]]);
+
+    const probes = lines().filter((line) => line.req && /^\/(healthz|readyz)/.test(line.req.url));
+    assert.equal(probes.length, 2);
+    assert.ok(probes.every((line) => line.level === 20), 'probes are logged at debug');
+  });
+});
+
+test('`plaza serve` writes only JSON lines, the first-start hint among them, with LOG_FORMAT=json', async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'plaza-logs-'));
+  const testDb = process.env.DATABASE_URL ? await createTestDatabase() : undefined;
+  const child = spawn(process.execPath, [join(projectRoot, 'bin/plaza.js'), 'serve'], {
+    env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_FORMAT: 'json', ...(testDb ? { DATABASE_URL: testDb.url! } : {}) },
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
+  try {
+    while (!stdout.includes('"plaza started"')) {
+      if (child.exitCode !== null) assert.fail(`serve exited: ${stderr}`);
+      await once(child.stdout, 'data');
+    }
+  } finally {
+    child.kill('SIGTERM');
+    await once(child, 'exit');
+    await testDb?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+  const lines = stdout.trim().split('\n').map((line) => JSON.parse(line) as { msg: string; time: string; commands?: string[] });
+  assert.ok(lines.every((line) => ISO_TIME.test(line.time)));
+  const hint = lines.find((line) => line.msg === 'no user exists yet');
+  assert.ok(hint?.commands?.some((command) => command.includes('plaza users add')), JSON.stringify(hint));
+  assert.equal(stderr, '', 'nothing besides the JSON lines');
+});

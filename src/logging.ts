@@ -1,0 +1,72 @@
+import pino, { type DestinationStream, type Logger } from 'pino';
+import pinoPretty from 'pino-pretty';
+import type { Config } from './config.js';
+
+// Secrets never reach the logs, whatever a log line carries.
+export const REDACTED_PATHS = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  '*.password',
+  '*.current_password',
+  '*.new_password',
+  '*.key',
+  '*.refresh_token',
+  '*.token',
+  '*.secret',
+  '*.headers.authorization',
+];
+
+export interface LogOutput {
+  /** Where lines go; standard output by default. */
+  stream?: DestinationStream;
+  /** Whether that output is a terminal (decides LOG_FORMAT=auto); process.stdout's by default. */
+  isTTY?: boolean;
+}
+
+/** Whether the lines are for people (pino-pretty) or for machines (JSON). */
+export function choosePrettyLogs(format: Config['LOG_FORMAT'], isTTY: boolean): boolean {
+  return format === 'pretty' || (format === 'auto' && isTTY);
+}
+
+/**
+ * The process logger: ISO-8601 times (people and log collectors both read them without
+ * conversion), secrets redacted, JSON lines unless a person is watching or asked for pretty lines.
+ */
+export function createLogger(config: Pick<Config, 'LOG_LEVEL' | 'LOG_FORMAT'>, output: LogOutput = {}): Logger {
+  const options = {
+    level: config.LOG_LEVEL,
+    timestamp: pino.stdTimeFunctions.isoTime,
+    redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+  };
+  const isTTY = output.isTTY ?? Boolean(process.stdout.isTTY);
+  if (!choosePrettyLogs(config.LOG_FORMAT, isTTY)) return output.stream ? pino(options, output.stream) : pino(options);
+  // In-process and synchronous (no transport worker thread): the last lines before an exit are kept.
+  const pretty = pinoPretty({
+    destination: output.stream ?? 1,
+    sync: true,
+    colorize: isTTY,
+    translateTime: 'SYS:yyyy-mm-dd HH:MM:ss.l o',
+    // A request stays on one line for people too: its fields go into the message.
+    ignore: 'pid,hostname,reqId,req,res,responseTime',
+    messageFormat: formatForPeople,
+  });
+  return pino(options, pretty);
+}
+
+interface RequestFields {
+  reqId?: string;
+  req?: { method?: string; url?: string };
+  res?: { statusCode?: number };
+  responseTime?: number;
+}
+
+/** `request GET /v1/x → 200 in 3.2 ms (req 1f0…)`; other messages keep their own text. */
+function formatForPeople(log: Record<string, unknown>, messageKey: string): string {
+  const { reqId, req, res, responseTime } = log as RequestFields;
+  const parts = [String(log[messageKey] ?? '')];
+  if (req) parts.push(`${req.method} ${req.url}`);
+  if (res) parts.push(`→ ${res.statusCode}`);
+  if (responseTime !== undefined) parts.push(`in ${responseTime} ms`);
+  if (reqId) parts.push(`(req ${reqId})`);
+  return parts.join(' ');
+}
