@@ -31,6 +31,8 @@ import { createMetrics } from './delivery/metrics.js';
 import { requestMetrics } from './http/request-metrics.js';
 import { testNotificationRoutes } from './delivery/test-notification.routes.js';
 import { portalLinkRoutes } from './portal/portal-links.routes.js';
+import { adminRoutes } from './admin/admin.routes.js';
+import { jwksRoutes } from './auth/jwks.routes.js';
 import { portalRoutes } from './portal/portal.routes.js';
 
 export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -93,6 +95,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(eventRoutes, feature);
   await app.register(deliveryRoutes, feature);
   await app.register(testNotificationRoutes, feature);
+  await app.register(adminRoutes, feature);
+  await app.register(jwksRoutes, feature);
   await app.register(portalLinkRoutes, feature);
   await app.register(portalRoutes, feature);
   return app;

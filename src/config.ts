@@ -45,10 +45,10 @@ export const ConfigSchema = Type.Object({
   DATABASE_RETRY_AFTER_SECONDS: Integer(5, 'Retry-After sent with 503 while the database is unreachable.', 1),
 
   // Keys and secrets
-  JWT_PRIVATE_KEY: OptionalText('Ed25519 private key (PKCS#8 PEM) that signs access tokens. Unset: generated once and kept in DATA_DIR/keys.json.'),
+  JWT_PRIVATE_KEY: OptionalText('Ed25519 private key (PKCS#8 PEM) that signs access tokens. Unset: the signing keys kept in the database (created at first start, rotated with `plaza keys rotate-jwt`).'),
   JWT_KEY_ID: OptionalText('kid of JWT_PRIVATE_KEY. Unset: derived from the key (RFC 7638 thumbprint).'),
   JWT_VERIFICATION_KEYS: OptionalText('JSON array of extra Ed25519 public JWKs (each with kid) accepted during key rotation.'),
-  SECRETS_KEY: OptionalText('Base64 of 32 bytes that encrypts webhook secrets at rest (AES-256-GCM). Unset: generated in DATA_DIR/keys.json.'),
+  SECRETS_KEY: OptionalText('Base64 of 32 bytes: the master key under which webhook secrets and JWT signing keys are encrypted in the database (AES-256-GCM). Every process of an installation needs the same one. Unset: generated in DATA_DIR/keys.json.'),
 
   // Authentication
   JWT_ISSUER: Text('plaza', 'iss claim of access tokens.'),
@@ -64,6 +64,9 @@ export const ConfigSchema = Type.Object({
   LOGIN_COOLDOWN_MAX_SECONDS: Integer(900, 'Longest login cooldown.', 1),
   LOGIN_REFUSAL_AUDIT_WINDOW_SECONDS: Integer(60, 'Refused (429) logins are audited as one login_limited row per user and IP per window of this length, with the count.', 1, 3600),
   AUTH_AUDIT_RETENTION_DAYS: Integer(90, 'Audit events of logins, refreshes and logouts older than this are pruned.', 1),
+  API_KEY_LAST_USED_RESOLUTION_SECONDS: Integer(60, 'An API key\'s last-used time is written at most this often, not on every request.', 1),
+  JWT_KEYS_RELOAD_SECONDS: Integer(10, 'How often each process reloads the JWT signing keys from the database; a rotated-in key starts signing this long after `plaza keys rotate-jwt`, once every process knows it.', 1, 3600),
+  JWKS_MAX_AGE_SECONDS: Integer(300, 'Cache-Control max-age of GET /.well-known/jwks.json.', 0),
   REDIS_URL: OptionalText('redis://… Keeps login-limit counters in Redis instead of the database.'),
   REDIS_KEY_PREFIX: Text('plaza:', 'Prefix of every Redis key Plaza writes, so that several deployments can share one Redis.'),
 

@@ -10,7 +10,7 @@ import { openDatabase } from './db/open.js';
 import { startDeliveryWorker, type DeliveryWorker } from './delivery/worker.js';
 import { createMetrics } from './delivery/metrics.js';
 import { startOperationsListener } from './operations/operations-listener.js';
-import { loadKeys } from './keys.js';
+import { loadKeys, startKeyReloader } from './keys.js';
 import { createLogger } from './logging.js';
 
 export type Role = 'all' | 'api' | 'worker';
@@ -29,8 +29,6 @@ export const FIRST_USER_HINT = {
 /** `plaza serve`: the API, the delivery worker, or both, until SIGTERM or SIGINT. */
 export async function serve(config: Config, role: Role): Promise<void> {
   const logger = createLogger(config);
-  // Keys first: a bad key is a configuration mistake, reported before anything is opened.
-  const keys = await loadKeys(config);
   // Role all owns the embedded server; --role api|worker may join the one a running Plaza owns.
   const db = await openDatabase(config, {
     onError: (error) => logger.warn({ err: error }, 'database connection error'),
@@ -43,6 +41,16 @@ export async function serve(config: Config, role: Role): Promise<void> {
     },
   });
   await migrateWhenReachable(db, logger);
+  // Keys live in the database (encrypted under SECRETS_KEY): a process whose SECRETS_KEY cannot
+  // open them refuses to start here, before serving or delivering anything.
+  let keys;
+  try {
+    keys = await loadKeys(config, db, systemClock.now());
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
+  const stopKeyReloader = startKeyReloader(keys, db, config, systemClock, (error) => logger.error({ err: error }, 'reloading the JWT keys failed; keeping the current ones'));
   if ((await countUsers(db)) === 0) {
     logger.warn(FIRST_USER_HINT, 'no user exists yet');
   }
@@ -69,6 +77,7 @@ export async function serve(config: Config, role: Role): Promise<void> {
     deadline.unref();
     // Stop accepting first, let in-flight requests and sends finish, then close the database
     // (for the owner of the embedded server, that stops it: fast shutdown).
+    stopKeyReloader();
     await Promise.allSettled([app?.close(), worker?.stop(), operations.close()]);
     await db.close();
     logger.info('stopped');

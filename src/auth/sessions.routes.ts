@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { FeatureDeps } from '../deps.js';
 import { notFound } from '../http/errors.js';
 import { problemResponses } from '../http/openapi.js';
-import { authenticate, principalOf } from './authenticate.js';
+import { authenticate, userPrincipalOf } from './authenticate.js';
 import { originOf } from './request-origin.js';
 import { listActiveSessions } from './sessions.repository.js';
 import { revokeOneSession } from './sessions.service.js';
@@ -40,7 +40,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
       },
     },
     async (request) => {
-      const principal = principalOf(request);
+      const principal = userPrincipalOf(request);
       const sessions = await listActiveSessions(db, principal.userId, clock.now(), SESSION_LIST_LIMIT);
       return sessions.map((session) => ({
         id: session.id,
@@ -67,7 +67,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
       },
     },
     async (request, reply) => {
-      const found = await revokeOneSession(db, principalOf(request), request.params.id, originOf(request), clock.now());
+      const found = await revokeOneSession(db, userPrincipalOf(request), request.params.id, originOf(request), clock.now());
       if (!found) throw notFound('No session of yours has this id.');
       return reply.code(204).send(null);
     },

@@ -28,11 +28,15 @@ export function requestHash(event: EventBody): string {
   return createHash('sha256').update(canonicalJson(rest)).digest('base64url');
 }
 
-/** The caller may send events for this seller: an admin for any, a seller user for its own. */
+/**
+ * The caller may send events for this seller: an admin for any, a seller for its own, and a
+ * marketplace for any seller connected to it. The marketplace in the path is already checked to be
+ * the caller's (assertMarketplaceAccess) and the seller to be connected to it (validateEvent).
+ */
 export function assertMaySendFor(principal: Principal, sellerId: number): void {
-  if (principal.role === 'admin') return;
-  if (principal.role === 'seller' && principal.sellerId === sellerId) return;
-  throw new AppError('forbidden', principal.role === 'seller' ? 'A seller user may send events only for its own seller.' : 'Only admins and seller users may send events.');
+  if (principal.role === 'admin' || principal.role === 'marketplace') return;
+  if (principal.sellerId === sellerId) return;
+  throw new AppError('forbidden', 'A seller may send events only for its own seller.');
 }
 
 function answerExisting(stored: { event_id: string; delivery_count: number; request_hash: string }, hash: string): EventAccepted {
@@ -83,6 +87,7 @@ export async function acceptEvent(deps: { db: Database; clock: Clock }, principa
       body,
       requestHash: hash,
       createdBy: principal.userId,
+      createdByApiKey: principal.apiKeyId ?? null,
       now,
     });
     if (rowId === undefined) {

@@ -9,7 +9,8 @@ export interface NewEvent {
   entityId: string;
   body: unknown;
   requestHash: string;
-  createdBy: number;
+  createdBy: number | null;
+  createdByApiKey: number | null;
   now: Date;
 }
 
@@ -27,11 +28,11 @@ export interface StoredEvent {
  */
 export async function insertEvent(db: Queryable, event: NewEvent): Promise<number | undefined> {
   const { rows } = await db.query<{ id: number }>(
-    `INSERT INTO events (event_id, marketplace_code, topic, seller_id, entity_id, body, delivery_count, request_hash, created_by, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6::json, 0, $7, $8, $9)
+    `INSERT INTO events (event_id, marketplace_code, topic, seller_id, entity_id, body, delivery_count, request_hash, created_by, created_by_api_key, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6::json, 0, $7, $8, $9, $10)
      ON CONFLICT (marketplace_code, seller_id, event_id) DO NOTHING
      RETURNING id`,
-    [event.eventId, event.marketplaceCode, event.topic, event.sellerId, event.entityId, JSON.stringify(event.body), event.requestHash, event.createdBy, event.now],
+    [event.eventId, event.marketplaceCode, event.topic, event.sellerId, event.entityId, JSON.stringify(event.body), event.requestHash, event.createdBy, event.createdByApiKey, event.now],
   );
   return rows[0]?.id;
 }

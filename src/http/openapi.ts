@@ -102,9 +102,10 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'deliveries', description: 'Delivery history and steering' },
         { name: 'portal', description: 'Links into the web portal at /portal' },
         { name: 'operations', description: 'Health, readiness and metrics' },
+        { name: 'admin', description: 'Administration: marketplaces, sellers, connections, users and API keys' },
       ],
       components: {
-        securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+        securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT or API key (plz_…)' } },
       },
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
