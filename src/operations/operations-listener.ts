@@ -5,6 +5,7 @@ import { startQueueGauges, type QueueGauges } from '../delivery/queue-gauges.js'
 import { healthRoutes } from '../http/health.routes.js';
 import { ProblemSchema } from '../http/openapi.js';
 import { registerProblemHandlers } from '../http/problem.js';
+import { OneLinePerRequest } from '../http/request-log.js';
 import { registerResponseHeaders } from '../http/response-headers.js';
 
 type OperationsDeps = Pick<FeatureDeps, 'config' | 'db' | 'clock' | 'metrics'>;
@@ -25,7 +26,7 @@ export interface OperationsListener {
 export async function buildOperationsApp(deps: OperationsDeps, logger?: FastifyBaseLogger): Promise<OperationsListener> {
   const { config, metrics } = deps;
   // Scrapes and probes come every few seconds: their request lines would drown the log.
-  const app = logger ? Fastify({ loggerInstance: logger, disableRequestLogging: true }) : Fastify({ logger: false });
+  const app = logger ? Fastify({ loggerInstance: logger, logController: new OneLinePerRequest() }) : Fastify({ logger: false });
   app.addSchema(ProblemSchema);
   registerResponseHeaders(app);
   registerProblemHandlers(app, config.DATABASE_RETRY_AFTER_SECONDS);
