@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { MarketplaceCode, WebhookCode, WebhookParams } from '../http/path-params.js';
 import { DELIVERY_STATUSES, type DeliveryAttempt, type DeliverySummary } from './deliveries.repository.js';
-import { EVENT_ID_MAX_LENGTH, EVENT_TOPICS, ORDER_REFERENCE_MAX_LENGTH } from '../events/event-schema.js';
+import { EVENT_TOPICS, EventId, ORDER_REFERENCE_MAX_LENGTH } from '../events/event-schema.js';
 import { REPLAYABLE_STATUSES } from './replay.js';
 
 export const MAX_PAGE_SIZE = 100;
@@ -20,7 +20,7 @@ export const DeliveryParams = Type.Object({
 
 /** Filters shared by the delivery log and the replay. */
 const MatchFields = {
-  event_id: Type.Optional(Type.String({ minLength: 1, maxLength: EVENT_ID_MAX_LENGTH, description: 'Only the deliveries of this event (the event_id given or generated at intake).' })),
+  event_id: Type.Optional(EventId('Only the deliveries of this event (the event_id given or generated at intake).')),
   entity_id: Type.Optional(Type.String({ minLength: 1, maxLength: ORDER_REFERENCE_MAX_LENGTH, description: 'Only the deliveries about this entity: a publication id or an order reference.' })),
   topic: Type.Optional(Type.Enum(EVENT_TOPICS, { description: 'Only the deliveries of events with this intake topic.' })),
 };
@@ -93,7 +93,7 @@ export const ReplayResult = Type.Object({
   dry_run: Type.Boolean(),
 });
 
-export const EventDeliveriesParams = Type.Object({ marketplace_code: MarketplaceCode, event_id: Type.String({ minLength: 1, maxLength: EVENT_ID_MAX_LENGTH }) });
+export const EventDeliveriesParams = Type.Object({ marketplace_code: MarketplaceCode, event_id: EventId('The event_id given or generated at intake.') });
 export const EventDelivery = Type.Object({ webhook_code: WebhookCode, ...DeliveryItem.properties });
 export const EventDeliveries = Type.Object({
   event_id: Type.String(),

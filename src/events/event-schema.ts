@@ -10,6 +10,9 @@ export const isPublicationTopic = (topic: EventTopic): boolean => topic.startsWi
 /** An order status code (`APRO`, `PROC`): it becomes part of a topic and of topic_path. */
 export const STATUS_CODE_PATTERN = '^[A-Za-z0-9_]{1,32}$';
 export const EVENT_ID_MAX_LENGTH = 200;
+
+/** An event_id wherever it is accepted (body, path, filter): visible ASCII only, so no NUL or control character reaches SQL. */
+export const EventId = (description: string) => Type.String({ pattern: `^[!-~]{1,${EVENT_ID_MAX_LENGTH}}$`, description });
 export const AUTHOR_MAX_LENGTH = 200;
 export const ORDER_REFERENCE_MAX_LENGTH = 200;
 
@@ -31,10 +34,7 @@ const OrderObject = Type.Object(
 export const EventBody = Type.Object(
   {
     event_id: Type.Optional(
-      Type.String({
-        pattern: `^[!-~]{1,${EVENT_ID_MAX_LENGTH}}$`,
-        description: `Idempotency key, unique per marketplace: 1–${EVENT_ID_MAX_LENGTH} visible ASCII characters. Generated (UUID) when absent.`,
-      }),
+      EventId(`Idempotency key, unique per seller in a marketplace: 1–${EVENT_ID_MAX_LENGTH} visible ASCII characters. Generated (UUID) when absent.`),
     ),
     topic: Type.Enum(EVENT_TOPICS, { description: 'One of the six fixed topics.' }),
     seller_id: Type.Integer({ minimum: 1, maximum: MAX_INT32, description: 'The seller the entity belongs to.' }),

@@ -155,7 +155,12 @@ test('HTTP fuzzing of every endpoint of /openapi.json: no 5xx, every error valid
     try {
       response = await call(plaza.url, request.method, request.path, { ...request.options, timeoutMs: 30_000 });
     } catch (error) {
-      failures.set(request.label, `no answer: ${String((error as Error).cause ?? error)}`);
+      const cause = String((error as Error).cause ?? error);
+      // A body larger than the route's limit is answered 413 from its Content-Length, before it is
+      // read; the server then closes the connection, and a client still writing the rest of a
+      // 2 MiB body may see EPIPE instead of the 413. Refusing to read it is the point.
+      if (request.label.includes('oversized') && /EPIPE|ECONNRESET/.test(cause)) return;
+      failures.set(request.label, `no answer: ${cause}`);
       return;
     }
     statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
