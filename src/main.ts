@@ -9,6 +9,7 @@ import { serve, type Role } from './server.js';
 import { runAccountCommand } from './cli/account-commands.js';
 import { UsageError } from './cli/usage-error.js';
 import { runListenCommand } from './cli/listen.js';
+import { runBackupCommand } from './cli/backup-commands.js';
 
 const USAGE = `Usage: plaza <command>
 
@@ -23,6 +24,8 @@ const USAGE = `Usage: plaza <command>
   listen --port <n> [--secret whsec_…] [--status <code>] [--host <address>]
                                        A local webhook receiver for development: prints each
                                        notification, verifies its signature, answers <code> (200)
+  backup <file>                        Write a consistent snapshot of the database (plaza backup --help)
+  restore <file>                       Replace the database with a backup (refuses while Plaza runs)
 
 The database is DATABASE_URL, or the embedded PostgreSQL server in DATA_DIR: the CLI uses the one a
 running plaza serve owns, or starts it for the duration of the command.`;
@@ -35,6 +38,7 @@ async function main(argv: string[]): Promise<void> {
   }
   // The receiver needs neither configuration nor database.
   if (command === 'listen') return runListenCommand(rest);
+  if (command === 'backup' || command === 'restore') return runBackupCommand(command, rest);
   const config = loadConfig();
   if (command === 'serve') {
     const { values } = parseArgs({ args: rest, options: { role: { type: 'string', default: 'all' } }, strict: true });
