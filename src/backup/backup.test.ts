@@ -18,7 +18,7 @@ import { decryptSecret } from '../webhooks/secret-box.js';
 import { writeBackup } from './backup.js';
 import { listTables } from './catalog.js';
 import { BackupFileError } from './format.js';
-import { restoreBackup, RestoreRefusedError } from './restore.js';
+import { restoreBackup, RestoreFailedError, RestoreRefusedError } from './restore.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'plaza-backup-test-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -47,6 +47,15 @@ async function rowCounts(db: Database): Promise<Record<string, number>> {
   return counts;
 }
 
+/** A digest of every row of every table: equal digests mean the same contents, value for value. */
+async function contents(db: Database): Promise<Record<string, string>> {
+  const digests: Record<string, string> = {};
+  for (const table of await listTables(db)) {
+    digests[table.name] = (await db.query<{ md5: string | null }>(`SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) AS md5 FROM "${table.name}" t`)).rows[0]!.md5 ?? 'empty';
+  }
+  return digests;
+}
+
 describe('plaza backup and restore', () => {
   let source: TestContext;
   let world: World;
@@ -69,6 +78,14 @@ describe('plaza backup and restore', () => {
     for (let i = 0; i < 5; i++) assert.equal((await postEvent(source, world.headers.admin, sampleEvent('order/create', world, { event_id: `order-${i}` }))).statusCode, 202);
     const login = await source.app.inject({ method: 'POST', url: '/api/v2/auth/login', payload: { username: user.username, password: user.password } });
     assert.equal(login.statusCode, 200, login.body);
+    // Enough data (~6 MB of events) that COPY streams fill and drain their buffers many times, with
+    // the characters COPY's text format escapes (tab, newline, backslash) and non-ASCII text.
+    await source.db.query(
+      `INSERT INTO events (event_id, marketplace_code, topic, seller_id, entity_id, body, delivery_count, request_hash, created_at)
+       SELECT 'bulk-' || i, marketplace_code, topic, seller_id, entity_id || E'\\t\\n\\\\ ñ ' || i,
+              json_build_object('note', repeat('x', 2000), 'tricky', E'tab\\tnewline\\nbackslash\\\\ €'), 0, request_hash, created_at
+         FROM (SELECT * FROM events LIMIT 1) e, generate_series(1, 3000) i`,
+    );
     sourceCounts = await rowCounts(source.db);
     assert.ok(sourceCounts.deliveries! >= 5 && sourceCounts.events! >= 5 && sourceCounts.refresh_tokens! >= 1, JSON.stringify(sourceCounts));
   });
@@ -97,6 +114,7 @@ describe('plaza backup and restore', () => {
       const app = await buildApp({ config: source.config, db: restored, keys: source.keys, clock: source.clock, logger: false });
       try {
         assert.deepEqual(await rowCounts(restored), sourceCounts);
+        assert.deepEqual(await contents(restored), await contents(source.db));
         const login = await app.inject({ method: 'POST', url: '/api/v2/auth/login', payload: { username: user.username, password: user.password } });
         assert.equal(login.statusCode, 200, login.body);
         const { rows } = await restored.query<{ secret_encrypted: string }>(`SELECT secret_encrypted FROM webhooks WHERE code = 'orders'`);
@@ -163,11 +181,15 @@ describe('plaza backup and restore', () => {
       // Line 0 is the manifest; each table before deliveries takes its rows plus the `\.` line.
       const firstDeliveryLine = manifest.tables.slice(0, manifest.tables.findIndex((t: { name: string }) => t.name === 'deliveries')).reduce((n: number, t: { rows: number }) => n + t.rows + 1, 1);
       miscounted.splice(firstDeliveryLine, 1);
+      // Intact and counted right, but a value the schema refuses: the load itself fails and rolls back.
+      const badValue = [...lines];
+      badValue[firstDeliveryLine] = badValue[firstDeliveryLine]!.replace(/^\d+/, 'not-a-number');
       const newer = [JSON.stringify({ ...manifest, migrations: [...manifest.migrations, { version: 999, name: '999_from_the_future', appliedAt: manifest.createdAt }] }), ...lines.slice(1)];
       const cases: Array<[string, RegExp, new (...args: never[]) => Error]> = [
         [truncated, /not intact gzip data|ends inside table/, BackupFileError],
         [variant('corrupted.gz', corrupted), /not intact gzip data/, BackupFileError],
         [variant('miscounted.gz', gzipSync(miscounted.join('\n'))), /table deliveries has \d+ rows where the manifest says \d+/, BackupFileError],
+        [variant('bad-value.gz', gzipSync(badValue.join('\n'))), /rolled back: invalid input syntax for type bigint.*COPY deliveries/, RestoreFailedError],
         [variant('newer.gz', gzipSync(newer.join('\n'))), /999_from_the_future/, RestoreRefusedError],
         [variant('not-a-backup.gz', gzipSync('{"hello":1}\n')), /manifest/, BackupFileError],
         [variant('plain.txt', Buffer.from('hello\n')), /not intact gzip data/, BackupFileError],

@@ -7,6 +7,9 @@ import { applyMigration, createMigrationsTable, readMigrations, type Migration }
 import { queryable, quoteIdentifier } from '../db/postgres.js';
 import { BackupFileError, readBackup, type Manifest } from './format.js';
 
+/** Loading the backup failed inside the transaction, which was rolled back. */
+export class RestoreFailedError extends Error {}
+
 /** Restore would break processes working on the database, or the file's schema is unknown here. */
 export class RestoreRefusedError extends Error {}
 
@@ -53,7 +56,10 @@ export async function restoreBackup(url: string, file: string, migrations = read
       return { manifest, upgradedWith: newer.map((m) => m.name) };
     } catch (error) {
       await client.query('ROLLBACK').catch(() => {});
-      throw error;
+      if (error instanceof BackupFileError || error instanceof RestoreRefusedError) throw error;
+      // A row the schema refuses, a failing newer migration: reported with PostgreSQL's own words.
+      const where = (error as { where?: string }).where;
+      throw new RestoreFailedError(`Restore failed and was rolled back: ${(error as Error).message}${where ? ` (${where.slice(0, 200)})` : ''}`, { cause: error });
     }
   } finally {
     await client.end().catch(() => {});
@@ -121,17 +127,23 @@ async function dropSchemaObjects(db: Queryable): Promise<void> {
 function copySink(client: pg.Client, table: Manifest['tables'][number]) {
   const columns = table.columns.map(quoteIdentifier).join(', ');
   const stream = client.query(copyFrom(`COPY ${quoteIdentifier(table.name)} (${columns}) FROM STDIN`));
-  const failed = once(stream, 'error').then(([error]) => Promise.reject(error as Error));
+  // The server may refuse a row (a constraint, a bad value) while we still write: from then on
+  // the stream is unusable, and the first error is the one to report.
+  let failure: Error | undefined;
+  const failed = new Promise<never>((_, reject) => stream.once('error', (error: Error) => reject((failure = error))));
   failed.catch(() => {});
   const newline = Buffer.from('\n');
   return {
     async write(row: Buffer) {
-      const ok = stream.write(row) && stream.write(newline);
-      if (!ok) await Promise.race([once(stream, 'drain'), failed]);
+      if (failure) throw failure;
+      // Both writes always happen; a false return only asks us to wait for 'drain'.
+      stream.write(row);
+      if (!stream.write(newline)) await Promise.race([once(stream, 'drain'), failed]);
     },
     async end() {
+      if (failure) throw failure;
       stream.end();
-      await finished(stream);
+      await Promise.race([finished(stream), failed]);
     },
   };
 }

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { writeBackup } from '../backup/backup.js';
 import { BackupFileError } from '../backup/format.js';
-import { restoreBackup, RestoreRefusedError } from '../backup/restore.js';
+import { restoreBackup, RestoreFailedError, RestoreRefusedError } from '../backup/restore.js';
 import { loadConfig } from '../config.js';
 import { EmbeddedServerBusyError } from '../db/embedded/server.js';
 import { describeOwner } from '../db/embedded/state.js';
@@ -56,7 +56,7 @@ export async function runBackupCommand(command: 'backup' | 'restore', args: stri
       throw new UsageError(`Refusing to restore: the embedded PostgreSQL server in ${error.dataDir} is in use by ${describeOwner(error.owner)}. Stop it first.`);
     }
     if (error instanceof BackupFileError) throw new UsageError(`${file} is not a usable Plaza backup: ${error.message}. Nothing was changed.`);
-    if (error instanceof RestoreRefusedError) throw new UsageError(`${error.message} Nothing was changed.`);
+    if (error instanceof RestoreRefusedError || error instanceof RestoreFailedError) throw new UsageError(`${error.message} Nothing was changed.`);
     throw error;
   }
 }
