@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,10 +9,10 @@ import { buildApp } from '../app.js';
 import type { Database } from '../db/database.js';
 import { openPostgres } from '../db/postgres.js';
 import { postEvent, sampleEvent, seedWorld, type World } from '../events/test-support.js';
-import { projectRoot } from '../paths.js';
 import { seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { withAdminClient, withDatabase } from '../testing/test-database.js';
+import { runCli } from '../../test/support/plaza-process.js';
 import { decryptSecret } from '../webhooks/secret-box.js';
 import { writeBackup } from './backup.js';
 import { listTables } from './catalog.js';
@@ -207,20 +206,15 @@ describe('plaza backup and restore', () => {
   });
 
   test('the CLI: --help needs no database; backup and restore over DATABASE_URL; a bad file exits 2', async () => {
-    const cli = (env: Record<string, string>, args: string[]) =>
-      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-        const child = spawn(process.execPath, [join(projectRoot, 'dist/src/main.js'), ...args], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', ...env } });
-        let stdout = '';
-        let stderr = '';
-        child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
-        child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
-        child.on('error', reject);
-        child.on('close', (code) => resolve({ code, stdout, stderr }));
-      });
+    const cli = runCli;
     const help = await cli({ DATA_DIR: join(dir, 'never-created') }, ['backup', '--help']);
     assert.equal(help.code, 0, help.stderr);
     assert.match(help.stdout, /plaza backup <file>/);
     assert.deepEqual(readdirSync(dir).includes('never-created'), false);
+
+    const nowhere = await cli({ DATABASE_URL: source.db.url }, ['backup', join(dir, 'missing-dir', 'x.gz')]);
+    assert.equal(nowhere.code, 2);
+    assert.match(nowhere.stderr, /Cannot write .*missing-dir/);
 
     const cliFile = join(dir, 'cli.backup.gz');
     const backup = await cli({ DATABASE_URL: source.db.url }, ['backup', cliFile]);

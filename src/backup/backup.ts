@@ -48,7 +48,9 @@ export async function writeBackup(url: string, file: string): Promise<Manifest> 
     written.catch(() => {});
     try {
       const write = async (chunk: Buffer | string) => {
-        if (!gzip.write(chunk)) await once(gzip, 'drain');
+        // When the file fails (no such directory, disk full) the pipeline destroys gzip, which then
+        // never drains: the pipeline's rejection ends the wait.
+        if (!gzip.write(chunk)) await Promise.race([once(gzip, 'drain'), written]);
       };
       await write(`${JSON.stringify(manifest)}\n`);
       for (const table of manifest.tables) {

@@ -56,6 +56,10 @@ export async function runBackupCommand(command: 'backup' | 'restore', args: stri
       throw new UsageError(`Refusing to restore: the embedded PostgreSQL server in ${error.dataDir} is in use by ${describeOwner(error.owner)}. Stop it first.`);
     }
     if (error instanceof BackupFileError) throw new UsageError(`${file} is not a usable Plaza backup: ${error.message}. Nothing was changed.`);
+    const code = (error as NodeJS.ErrnoException).code;
+    if (command === 'backup' && (code === 'ENOENT' || code === 'EACCES' || code === 'ENOTDIR' || code === 'ENOSPC')) {
+      throw new UsageError(`Cannot write ${file}: ${(error as Error).message}`);
+    }
     if (error instanceof RestoreRefusedError || error instanceof RestoreFailedError) throw new UsageError(`${error.message} Nothing was changed.`);
     throw error;
   }

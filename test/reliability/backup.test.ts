@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -8,6 +8,7 @@ import { signatureMatches } from '../../src/delivery/signature.js';
 import { secretKeyBytes } from '../../src/webhooks/secret-box.js';
 import { call, createWebhook, login, orderEvent, report, sendEvent } from '../support/plaza-api.js';
 import { killAllPlaza, runCli, sharedKeyEnv, startPlaza, type PlazaProcess } from '../support/plaza-process.js';
+import { postmastersUnder } from '../support/postmasters.js';
 import { Receiver, waitFor } from '../support/receiver.js';
 
 const root = mkdtempSync(join(tmpdir(), 'plaza-rel-backup-'));
@@ -20,19 +21,7 @@ after(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-/** Postmasters of this test's DATA_DIR still running. */
-function postmasters(): number[] {
-  return readdirSync('/proc')
-    .filter((name) => /^\d+$/.test(name))
-    .filter((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(`${root}/`);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
+const postmasters = () => postmastersUnder(root);
 
 const manifestOf = (path: string) => JSON.parse(gunzipSync(readFileSync(path)).toString().split('\n')[0]!) as { tables: Array<{ name: string; rows: number }> };
 
