@@ -2,9 +2,10 @@
 
 -- 'held': recorded while its webhook was paused; released in order (as pending) when it is resumed.
 -- The claim only takes pending/delivering rows, so held rows are never sent while paused.
+-- (No 'cancelled': migration 005 removed it, issue 10.)
 ALTER TABLE deliveries DROP CONSTRAINT deliveries_status_check;
 ALTER TABLE deliveries ADD CONSTRAINT deliveries_status_check
-  CHECK (status IN ('pending', 'delivering', 'succeeded', 'failed', 'cancelled', 'held'));
+  CHECK (status IN ('pending', 'delivering', 'succeeded', 'failed', 'held'));
 CREATE INDEX deliveries_held ON deliveries (webhook_id, id) WHERE status = 'held';
 -- Delivery log filters by entity within a webhook (event_id goes through events' unique key).
 CREATE INDEX deliveries_webhook_entity ON deliveries (webhook_id, entity_key, created_at DESC);

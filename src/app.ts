@@ -14,6 +14,9 @@ import { registerOpenApi } from './http/openapi.js';
 import { registerProblemHandlers, sendFrameworkProblem, writeClientProblem } from './http/problem.js';
 import { defaultBodyLimit } from './http/body-limits.js';
 import { refuseDeepBodies } from './http/json-depth.js';
+import { trackAllowedMethods } from './http/method-not-allowed.js';
+import { registerResponseHeaders } from './http/response-headers.js';
+import { createTenantRateLimits } from './http/tenant-rate-limit.js';
 import { createValidatorCompiler } from './http/validation.js';
 import { parseTrustProxy, proxyTrustFunction } from './net/trusted-proxies.js';
 import { healthRoutes } from './http/health.routes.js';
@@ -25,9 +28,11 @@ import { webhookRoutes } from './webhooks/webhooks.routes.js';
 import { eventRoutes } from './events/events.routes.js';
 import { deliveryRoutes } from './delivery/deliveries.routes.js';
 import { createMetrics } from './delivery/metrics.js';
-import { metricsRoutes } from './delivery/metrics.routes.js';
+import { requestMetrics } from './http/request-metrics.js';
 import { testNotificationRoutes } from './delivery/test-notification.routes.js';
 import { portalLinkRoutes } from './portal/portal-links.routes.js';
+import { adminRoutes } from './admin/admin.routes.js';
+import { jwksRoutes } from './auth/jwks.routes.js';
 import { portalRoutes } from './portal/portal.routes.js';
 
 export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -39,7 +44,15 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export async function buildApp(deps: AppDeps): Promise<App> {
   const { config } = deps;
-  const feature: FeatureDeps = { config, db: deps.db, keys: deps.keys, clock: deps.clock ?? systemClock, metrics: deps.metrics ?? createMetrics() };
+  const clock = deps.clock ?? systemClock;
+  const feature: FeatureDeps = {
+    config,
+    db: deps.db,
+    keys: deps.keys,
+    clock,
+    metrics: deps.metrics ?? createMetrics(),
+    tenantRateLimits: deps.tenantRateLimits ?? createTenantRateLimits(config, clock),
+  };
 
   const options: FastifyServerOptions = {
     // Per route: src/http/body-limits.ts (event intake and login/refresh set their own).
@@ -68,13 +81,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.addHook('preValidation', refuseDeepBodies);
   // Only JSON bodies are part of the API; anything else is 415.
   app.removeContentTypeParser('text/plain');
-  app.addHook('onSend', async (request, reply) => {
-    reply.header('x-request-id', request.id);
-  });
-  registerProblemHandlers(app, config.DATABASE_RETRY_AFTER_SECONDS);
+  registerResponseHeaders(app);
+  registerProblemHandlers(app, config.DATABASE_RETRY_AFTER_SECONDS, trackAllowedMethods(app));
   await registerOpenApi(app);
-  // First, so that its request-duration hook sees every route.
-  await app.register(metricsRoutes, feature);
+  // First, so that its request-duration hook sees every route. /metrics itself is served by the
+  // operations listener (src/operations/), not on the public port.
+  await app.register(requestMetrics, { metrics: feature.metrics });
 
   await app.register(healthRoutes, feature);
   await app.register(authRoutes, feature);
@@ -83,6 +95,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(eventRoutes, feature);
   await app.register(deliveryRoutes, feature);
   await app.register(testNotificationRoutes, feature);
+  await app.register(adminRoutes, feature);
+  await app.register(jwksRoutes, feature);
   await app.register(portalLinkRoutes, feature);
   await app.register(portalRoutes, feature);
   return app;

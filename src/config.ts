@@ -31,6 +31,9 @@ export const ConfigSchema = Type.Object({
     'Who may name the client in X-Forwarded-For: a comma-separated list of the reverse proxies\' addresses or CIDR ranges (e.g. 10.0.0.0/8), trusted only when the request comes from them; or a hop count 1–10 (weaker: a client that reaches Plaza directly chooses its address). Empty or 0: the socket address only.',
   ),
   BODY_LIMIT_BYTES: Integer(1_048_576, 'Largest event body (POST /v1/{marketplace_code}/events); larger bodies get 413. Login and refresh accept 4 KiB, other routes 64 KiB (never more than this).', 1024),
+  METRICS_HOST: Text('127.0.0.1', 'Interface of the operations listener (/metrics, /healthz, /readyz). Loopback by default: metrics need no token, so expose them only to monitoring.'),
+  METRICS_PORT: Integer(9464, 'TCP port of the operations listener, in every role (a worker has no other HTTP port). 0 picks a free port (logged at start).', 0, 65535),
+  METRICS_QUEUE_INTERVAL_SECONDS: Integer(15, 'How often the delivery queue gauges are measured (a scrape never queries the database).', 1, 3600),
   SHUTDOWN_TIMEOUT_MS: Integer(10_000, 'On SIGTERM/SIGINT, how long in-flight requests and sends may take before the process exits.', 0),
 
   // Storage
@@ -42,10 +45,10 @@ export const ConfigSchema = Type.Object({
   DATABASE_RETRY_AFTER_SECONDS: Integer(5, 'Retry-After sent with 503 while the database is unreachable.', 1),
 
   // Keys and secrets
-  JWT_PRIVATE_KEY: OptionalText('Ed25519 private key (PKCS#8 PEM) that signs access tokens. Unset: generated once and kept in DATA_DIR/keys.json.'),
+  JWT_PRIVATE_KEY: OptionalText('Ed25519 private key (PKCS#8 PEM) that signs access tokens. Unset: the signing keys kept in the database (created at first start, rotated with `plaza keys rotate-jwt`).'),
   JWT_KEY_ID: OptionalText('kid of JWT_PRIVATE_KEY. Unset: derived from the key (RFC 7638 thumbprint).'),
   JWT_VERIFICATION_KEYS: OptionalText('JSON array of extra Ed25519 public JWKs (each with kid) accepted during key rotation.'),
-  SECRETS_KEY: OptionalText('Base64 of 32 bytes that encrypts webhook secrets at rest (AES-256-GCM). Unset: generated in DATA_DIR/keys.json.'),
+  SECRETS_KEY: OptionalText('Base64 of 32 bytes: the master key under which webhook secrets and JWT signing keys are encrypted in the database (AES-256-GCM). Every process of an installation needs the same one. Unset: generated in DATA_DIR/keys.json.'),
 
   // Authentication
   JWT_ISSUER: Text('plaza', 'iss claim of access tokens.'),
@@ -61,6 +64,9 @@ export const ConfigSchema = Type.Object({
   LOGIN_COOLDOWN_MAX_SECONDS: Integer(900, 'Longest login cooldown.', 1),
   LOGIN_REFUSAL_AUDIT_WINDOW_SECONDS: Integer(60, 'Refused (429) logins are audited as one login_limited row per user and IP per window of this length, with the count.', 1, 3600),
   AUTH_AUDIT_RETENTION_DAYS: Integer(90, 'Audit events of logins, refreshes and logouts older than this are pruned.', 1),
+  API_KEY_LAST_USED_RESOLUTION_SECONDS: Integer(60, 'An API key\'s last-used time is written at most this often, not on every request.', 1),
+  JWT_KEYS_RELOAD_SECONDS: Integer(10, 'How often each process reloads the JWT signing keys from the database; a rotated-in key starts signing this long after `plaza keys rotate-jwt`, once every process knows it.', 1, 3600),
+  JWKS_MAX_AGE_SECONDS: Integer(300, 'Cache-Control max-age of GET /.well-known/jwks.json.', 0),
   REDIS_URL: OptionalText('redis://… Keeps login-limit counters in Redis instead of the database.'),
   REDIS_KEY_PREFIX: Text('plaza:', 'Prefix of every Redis key Plaza writes, so that several deployments can share one Redis.'),
 
@@ -69,7 +75,16 @@ export const ConfigSchema = Type.Object({
   WEBHOOK_SECRET_OVERLAP_SECONDS: Integer(86_400, 'After rotate-secret, how long the previous secret keeps signing alongside the new one.', 0),
   WEBHOOK_ALLOWED_NETWORKS: Text('', 'Comma-separated CIDR ranges that callbacks may reach although they are private or loopback (e.g. 127.0.0.0/8 for local tests).'),
 
+  // Per-tenant limits (per API process: N processes allow N times these; 0 turns one off)
+  TENANT_EVENTS_PER_SECOND: Integer(100, 'Events one tenant (seller, marketplace, admin user) may post per second, sustained, to one API process; more get 429 with Retry-After.', 0),
+  TENANT_EVENTS_BURST: Integer(500, 'Events one tenant may post at once before TENANT_EVENTS_PER_SECOND applies.', 0),
+  TENANT_RETRIES_PER_MINUTE: Integer(60, 'Delivery retry requests (POST …/deliveries/{id}/retry) per tenant and minute.', 0),
+  TENANT_REPLAYS_PER_MINUTE: Integer(10, 'Replay requests (POST …/webhooks/{code}/replay) per tenant and minute.', 0),
+  TENANT_TESTS_PER_MINUTE: Integer(10, 'Test notifications (POST …/webhooks/{code}/test) per tenant and minute.', 0),
+
   // Delivery
+  DELIVERY_HOST_BYTES_PER_SECOND: Integer(4_194_304, 'Send budget per destination host and worker process: notification bytes per second, sustained. A host over its budget waits (its deliveries are postponed, not failed); other hosts are unaffected. 0 turns it off.', 0),
+  DELIVERY_HOST_BURST_BYTES: Integer(33_554_432, 'Notification bytes one destination host may receive at once before DELIVERY_HOST_BYTES_PER_SECOND applies.', 0),
   DELIVERY_TIMEOUT_MS: Integer(10_000, 'Total time a receiver has to answer one notification.', 100),
   DELIVERY_CONNECT_TIMEOUT_MS: Integer(3000, 'Time to establish the connection to a receiver.', 100),
   DELIVERY_RETRY_SCHEDULE: Text('5s,30s,2m,10m,30m,1h,3h,6h,12h,24h', 'Delays between attempts; after the last one a delivery is failed.'),
@@ -77,6 +92,12 @@ export const ConfigSchema = Type.Object({
   DELIVERY_RETRY_AFTER_MAX_SECONDS: Integer(3600, 'Upper bound on a receiver\'s Retry-After (429/503).', 0),
   DELIVERY_CONCURRENCY: Integer(100, 'Notifications in flight at once in one worker process.', 1),
   DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK: Integer(10, 'Notifications in flight at once to one webhook.', 1),
+  DELIVERY_TENANT_SHARE: Type.Number({
+    default: 0.5, minimum: 0.01, maximum: 1,
+    description: 'Largest share of a worker\'s slots, and of all deliveries in flight, that one tenant (the webhooks\' owner) may hold; the rest stays free for other tenants.',
+  }),
+  DELIVERY_CLAIM_SCAN_WEBHOOKS: Integer(200, 'Most webhooks with waiting deliveries one claim looks at; the next claim continues after them. Bounds the cost of a claim.', 10),
+  DELIVERY_COMPLETION_BATCH: Integer(200, 'Most finished attempts a worker records in one statement.', 1),
   DELIVERY_LEASE_SECONDS: Integer(60, 'How long a claimed delivery stays with a worker before another may take it.', 5),
   DELIVERY_POLL_INTERVAL_MS: Integer(5000, 'Safety-net poll for due deliveries (LISTEN/NOTIFY wakes the worker sooner).', 50),
   DELIVERY_DISABLE_AFTER_DAYS: Integer(5, 'A webhook failing for this many days without one success is disabled.', 1),
@@ -110,7 +131,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const lines = new Map<string, string>();
     for (const error of errors) {
       const name = error.instancePath.replace(/^\//, '') || '(config)';
-      if (!lines.has(name)) lines.set(name, `${name}=${JSON.stringify(env[name] ?? '')}: ${error.message}`);
+      if (!lines.has(name)) lines.set(name, `${shown(name, env)}: ${error.message}${allowedValues(name)}`);
     }
     throw invalid([...lines.values()]);
   }
@@ -120,17 +141,43 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       check(config);
       return [];
     } catch (error) {
-      return [`${name}=${JSON.stringify(env[name] ?? '')}: ${(error as Error).message}`];
+      return [`${shown(name, env)}: ${(error as Error).message}`];
     }
   });
   if (problems.length > 0) throw invalid(problems);
   return config;
 }
 
-const invalid = (lines: string[]) => new ConfigError(`Invalid configuration:\n  ${lines.join('\n  ')}`);
+/** Settings that may hold a password or a key: an error names them without echoing the value. */
+const SECRET_SETTINGS = new Set(['DATABASE_URL', 'REDIS_URL', 'JWT_PRIVATE_KEY', 'SECRETS_KEY']);
+
+function shown(name: string, env: Record<string, string | undefined>): string {
+  return SECRET_SETTINGS.has(name) ? name : `${name}=${JSON.stringify(env[name] ?? '')}`;
+}
+
+/** For a setting with a closed set of values, the values: the message alone does not say which are allowed. */
+function allowedValues(name: string): string {
+  const schema = (ConfigSchema.properties as Record<string, { enum?: unknown[] }>)[name];
+  return schema?.enum ? ` (allowed: ${schema.enum.join(', ')})` : '';
+}
+
+// One problem is one line (what start-up scripts and people grep for); several get one line each.
+const invalid = (lines: string[]) =>
+  new ConfigError(lines.length === 1 ? `Invalid configuration: ${lines[0]}` : `Invalid configuration:\n  ${lines.join('\n  ')}`);
 
 /** Formats the schema cannot express, checked at start rather than at first use. */
 const FORMAT_CHECKS: [keyof Config, (config: Config) => void][] = [
+  [
+    'DATABASE_URL',
+    (config) => {
+      // Checked here, not by the driver: pg would read mysql://… as a PostgreSQL host and retry it for 30 s.
+      if (config.DATABASE_URL === undefined) return;
+      const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(config.DATABASE_URL)?.[1]?.toLowerCase();
+      if (scheme !== 'postgres' && scheme !== 'postgresql') {
+        throw new Error(`must be a PostgreSQL URL (postgres://user:password@host:5432/database), not ${scheme ? `${scheme}://…` : 'a URL without a scheme'}`);
+      }
+    },
+  ],
   ['WEBHOOK_ALLOWED_NETWORKS', (config) => parseNetworks(config.WEBHOOK_ALLOWED_NETWORKS)],
   ['TRUST_PROXY', (config) => parseTrustProxy(config.TRUST_PROXY)],
   [

@@ -4,6 +4,7 @@ import type { Config } from './config.js';
 import type { Database } from './db/database.js';
 import type { Keys } from './keys.js';
 import type { Metrics } from './delivery/metrics.js';
+import type { TenantRateLimits } from './http/tenant-rate-limit.js';
 
 // The dependencies live in their own module so that features import them without importing the
 // app that registers those features (which would be an import circle through the whole app).
@@ -16,6 +17,8 @@ export interface AppDeps {
   clock?: Clock;
   /** Prometheus metrics; `serve --role all` shares them with the worker. A fresh set by default. */
   metrics?: Metrics;
+  /** Per-tenant rate limits (intake, retry, replay, test); one set per app by default. */
+  tenantRateLimits?: TenantRateLimits;
   /** A pino logger, or false for none (tests). Defaults to JSON logs at LOG_LEVEL. */
   logger?: FastifyBaseLogger | false;
 }

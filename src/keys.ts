@@ -1,92 +1,124 @@
-import { generateKeyPairSync, hkdfSync, randomBytes } from 'node:crypto';
-import { linkSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { calculateJwkThumbprint, exportJWK, importJWK, importPKCS8, type CryptoKey, type JWK } from 'jose';
+import { randomBytes } from 'node:crypto';
+import { importJWK, importPKCS8, type CryptoKey, type JWK } from 'jose';
+import type { Clock } from './clock.js';
 import { ConfigError, type Config } from './config.js';
-import { assertPrivate, ensurePrivateDirectory } from './db/embedded/permissions.js';
+import type { Database } from './db/database.js';
+import { ALGORITHM, ensureSigningKey, loadJwtKeySet, newPrivateKeyPem, publicJwkOf, type JwtKeySet } from './keys/jwt-key-ring.js';
+import { deriveKey, readKeyFile, resolveSecretsKey, verifySecretsKey, type SecretsKey } from './keys/secrets-key.js';
+
+export { ALGORITHM };
 
 /**
- * Key material of the service, imported once at start (a pre-imported key signs ~1.7× faster).
+ * Key material of the service, imported once (a pre-imported key signs ~1.7× faster).
  * - signing: the Ed25519 key that signs access tokens, with its kid;
- * - verification: every public key accepted by kid (the signing one plus rotated-out ones);
+ * - verification: every public key accepted by kid (the signing one, rotated-out and pending ones);
+ * - jwks: those public keys as published at /.well-known/jwks.json;
  * - webhookSecretsKey: AES-256 key that encrypts webhook signing secrets at rest;
- * - refreshSuccessorKey: HMAC key that derives a grace-period successor from a refresh token.
+ * - refreshSuccessorKey: HMAC key that derives a grace-period successor from a refresh token;
+ * - secrets: the master key the two above derive from, and where it came from.
+ * signing, verification and jwks are replaced in place when the key set is reloaded.
  */
-export interface Keys {
-  signing: { kid: string; privateKey: CryptoKey };
-  verification: Map<string, CryptoKey>;
+export interface Keys extends JwtKeySet {
   webhookSecretsKey: Buffer;
   refreshSuccessorKey: Buffer;
+  secrets: SecretsKey;
+  /** Where the JWT keys come from: the database (rotatable) or JWT_PRIVATE_KEY. */
+  jwtSource: 'database' | 'environment' | 'memory';
 }
 
-interface KeyFile {
-  jwtPrivateKeyPem: string;
-  secretsKey: string;
-}
-
-export const ALGORITHM = 'EdDSA';
-
-/** Reads keys from config, falling back to DATA_DIR/keys.json, created on first start. */
-export async function loadKeys(config: Config): Promise<Keys> {
-  const stored = config.JWT_PRIVATE_KEY && config.SECRETS_KEY ? undefined : readOrCreateKeyFile(config.DATA_DIR);
-  const pem = config.JWT_PRIVATE_KEY ?? stored!.jwtPrivateKeyPem;
-  const secrets = Buffer.from(config.SECRETS_KEY ?? stored!.secretsKey, 'base64');
-  if (secrets.length !== 32) throw new ConfigError('SECRETS_KEY must be the base64 encoding of exactly 32 bytes.');
-  let extra: JWK[] = [];
-  if (config.JWT_VERIFICATION_KEYS) {
-    try {
-      extra = JSON.parse(config.JWT_VERIFICATION_KEYS) as JWK[];
-      if (!Array.isArray(extra) || extra.some((jwk) => typeof jwk.kid !== 'string')) throw new Error('not an array of JWKs with kid');
-    } catch (error) {
-      throw new ConfigError(`JWT_VERIFICATION_KEYS must be a JSON array of public JWKs, each with a kid: ${(error as Error).message}`);
-    }
-  }
+/**
+ * The keys of a process. SECRETS_KEY comes from the environment or DATA_DIR/keys.json and must open
+ * the database's secrets (else ConfigError naming the difference). JWT keys come from
+ * JWT_PRIVATE_KEY when set, else from the database (created on first start). Without a database
+ * (tools, tests) and without JWT_PRIVATE_KEY, a throwaway signing key is used.
+ */
+export async function loadKeys(config: Config, db?: Database, now = new Date()): Promise<Keys> {
+  const secrets = resolveSecretsKey(config);
+  const derived = derivedKeys(secrets.key);
+  if (db) await verifySecretsKey(db, secrets, derived.webhookSecretsKey, now);
+  const extra = parseVerificationKeys(config);
+  let set: JwtKeySet;
+  let jwtSource: Keys['jwtSource'];
   try {
-    return await buildKeys(pem, secrets, config.JWT_KEY_ID, extra);
+    if (config.JWT_PRIVATE_KEY) {
+      set = await keySetOf(config.JWT_PRIVATE_KEY, config.JWT_KEY_ID);
+      jwtSource = 'environment';
+    } else if (db) {
+      await ensureSigningKey(db, secrets.key, now, readKeyFile(config.DATA_DIR)?.jwtPrivateKeyPem);
+      set = await loadJwtKeySet(db, secrets.key, config, now);
+      jwtSource = 'database';
+    } else {
+      set = await keySetOf(newPrivateKeyPem());
+      jwtSource = 'memory';
+    }
+    await addVerificationKeys(set, extra);
   } catch (error) {
-    const name = config.JWT_PRIVATE_KEY ? 'JWT_PRIVATE_KEY or JWT_VERIFICATION_KEYS' : `the key file in ${config.DATA_DIR}`;
+    if (error instanceof ConfigError) throw error;
+    const name = config.JWT_PRIVATE_KEY ? 'JWT_PRIVATE_KEY or JWT_VERIFICATION_KEYS' : 'the JWT signing keys';
     throw new ConfigError(`Cannot import ${name}: ${(error as Error).message}. JWT_PRIVATE_KEY must be an Ed25519 PKCS#8 PEM key.`);
   }
+  return { ...set, ...derived, secrets, jwtSource };
+}
+
+/**
+ * Reloads the database's JWT keys into `keys` (in place: every holder sees the new set). Called
+ * every JWT_KEYS_RELOAD_SECONDS by startKeyReloader, and directly by tests with their clock.
+ */
+export async function reloadKeys(keys: Keys, db: Database, config: Config, now: Date): Promise<void> {
+  if (keys.jwtSource !== 'database') return;
+  const set = await loadJwtKeySet(db, keys.secrets.key, config, now);
+  await addVerificationKeys(set, parseVerificationKeys(config));
+  keys.signing = set.signing;
+  keys.verification = set.verification;
+  keys.jwks = set.jwks;
+}
+
+/** Keeps the keys current; returns the function that stops it. A failed reload keeps the last set and tries again. */
+export function startKeyReloader(keys: Keys, db: Database, config: Config, clock: Clock, onError: (error: unknown) => void): () => void {
+  if (keys.jwtSource !== 'database') return () => {};
+  const timer = setInterval(() => {
+    reloadKeys(keys, db, config, clock.now()).catch(onError);
+  }, config.JWT_KEYS_RELOAD_SECONDS * 1000);
+  timer.unref();
+  return () => clearInterval(timer);
 }
 
 /** Fresh keys in memory, for tests and tools. */
-export function generateKeys(): Promise<Keys> {
-  return buildKeys(newPrivateKeyPem(), randomBytes(32));
+export async function generateKeys(): Promise<Keys> {
+  const secrets = { key: randomBytes(32), source: 'memory' };
+  return { ...(await keySetOf(newPrivateKeyPem())), ...derivedKeys(secrets.key), secrets, jwtSource: 'memory' };
 }
 
-async function buildKeys(pem: string, secrets: Buffer, kid?: string, extraPublicKeys: JWK[] = []): Promise<Keys> {
-  const privateKey = await importPKCS8(pem, ALGORITHM, { extractable: true });
-  const publicJwk = await exportJWK(privateKey);
-  delete publicJwk.d;
-  const signingKid = kid ?? (await calculateJwkThumbprint(publicJwk));
-  const verification = new Map<string, CryptoKey>();
-  verification.set(signingKid, (await importJWK({ ...publicJwk, alg: ALGORITHM }, ALGORITHM)) as CryptoKey);
-  for (const jwk of extraPublicKeys) verification.set(jwk.kid!, (await importJWK({ ...jwk, d: undefined }, ALGORITHM)) as CryptoKey);
+export function derivedKeys(master: Buffer): Pick<Keys, 'webhookSecretsKey' | 'refreshSuccessorKey'> {
+  return { webhookSecretsKey: deriveKey(master, 'plaza webhook secrets'), refreshSuccessorKey: deriveKey(master, 'plaza refresh successor') };
+}
+
+async function keySetOf(pem: string, kid?: string): Promise<JwtKeySet> {
+  const published = await publicJwkOf(pem);
+  const signingKid = kid ?? published.kid;
+  const jwk = { ...published.jwk, kid: signingKid };
   return {
     signing: { kid: signingKid, privateKey: (await importPKCS8(pem, ALGORITHM)) as CryptoKey },
-    verification,
-    webhookSecretsKey: Buffer.from(hkdfSync('sha256', secrets, Buffer.alloc(0), 'plaza webhook secrets', 32)),
-    refreshSuccessorKey: Buffer.from(hkdfSync('sha256', secrets, Buffer.alloc(0), 'plaza refresh successor', 32)),
+    verification: new Map([[signingKid, (await importJWK(jwk, ALGORITHM)) as CryptoKey]]),
+    jwks: [jwk],
   };
 }
 
-function newPrivateKeyPem(): string {
-  return generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
+function parseVerificationKeys(config: Config): JWK[] {
+  if (!config.JWT_VERIFICATION_KEYS) return [];
+  try {
+    const extra = JSON.parse(config.JWT_VERIFICATION_KEYS) as JWK[];
+    if (!Array.isArray(extra) || extra.some((jwk) => typeof jwk.kid !== 'string')) throw new Error('not an array of JWKs with kid');
+    return extra;
+  } catch (error) {
+    throw new ConfigError(`JWT_VERIFICATION_KEYS must be a JSON array of public JWKs, each with a kid: ${(error as Error).message}`);
+  }
 }
 
-function readOrCreateKeyFile(dataDir: string): KeyFile {
-  const path = join(dataDir, 'keys.json');
-  ensurePrivateDirectory(dataDir);
-  assertPrivate(path, 'file');
-  const draft = `${path}.${process.pid}.tmp`;
-  writeFileSync(draft, JSON.stringify({ jwtPrivateKeyPem: newPrivateKeyPem(), secretsKey: randomBytes(32).toString('base64') }), { mode: 0o600 });
-  try {
-    // link() fails when the file exists: two processes starting at once agree on one complete key set.
-    linkSync(draft, path);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-  } finally {
-    rmSync(draft, { force: true });
+async function addVerificationKeys(set: JwtKeySet, extra: JWK[]): Promise<void> {
+  for (const jwk of extra) {
+    const { d: _private, ...publicJwk } = jwk;
+    set.verification.set(jwk.kid!, (await importJWK(publicJwk, ALGORITHM)) as CryptoKey);
+    set.jwks.push({ ...publicJwk, alg: ALGORITHM, use: 'sig' });
   }
-  return JSON.parse(readFileSync(path, 'utf8')) as KeyFile;
 }

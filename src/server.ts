@@ -9,7 +9,8 @@ import { migrate } from './db/migrate.js';
 import { openDatabase } from './db/open.js';
 import { startDeliveryWorker, type DeliveryWorker } from './delivery/worker.js';
 import { createMetrics } from './delivery/metrics.js';
-import { loadKeys } from './keys.js';
+import { startOperationsListener } from './operations/operations-listener.js';
+import { loadKeys, startKeyReloader } from './keys.js';
 import { createLogger } from './logging.js';
 
 export type Role = 'all' | 'api' | 'worker';
@@ -28,8 +29,6 @@ export const FIRST_USER_HINT = {
 /** `plaza serve`: the API, the delivery worker, or both, until SIGTERM or SIGINT. */
 export async function serve(config: Config, role: Role): Promise<void> {
   const logger = createLogger(config);
-  // Keys first: a bad key is a configuration mistake, reported before anything is opened.
-  const keys = await loadKeys(config);
   // Role all owns the embedded server; --role api|worker may join the one a running Plaza owns.
   const db = await openDatabase(config, {
     onError: (error) => logger.warn({ err: error }, 'database connection error'),
@@ -42,6 +41,16 @@ export async function serve(config: Config, role: Role): Promise<void> {
     },
   });
   await migrateWhenReachable(db, logger);
+  // Keys live in the database (encrypted under SECRETS_KEY): a process whose SECRETS_KEY cannot
+  // open them refuses to start here, before serving or delivering anything.
+  let keys;
+  try {
+    keys = await loadKeys(config, db, systemClock.now());
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
+  const stopKeyReloader = startKeyReloader(keys, db, config, systemClock, (error) => logger.error({ err: error }, 'reloading the JWT keys failed; keeping the current ones'));
   if ((await countUsers(db)) === 0) {
     logger.warn(FIRST_USER_HINT, 'no user exists yet');
   }
@@ -49,10 +58,12 @@ export async function serve(config: Config, role: Role): Promise<void> {
   // One set of metrics, so that /metrics also shows this process's delivery attempts (role all).
   const metrics = createMetrics();
   const app = role === 'worker' ? undefined : await buildApp({ config, db, keys, logger, metrics });
+  // Ports first, worker last: a port in use must stop the start before anything has been sent.
+  if (app) await app.listen({ host: config.HOST, port: config.PORT });
+  const operations = await startOperationsListener({ config, db, clock: systemClock, metrics }, logger);
   let worker: DeliveryWorker | undefined;
   if (role !== 'api') worker = await startDeliveryWorker({ config, db, keys, clock: systemClock, logger, metrics });
-  if (app) await app.listen({ host: config.HOST, port: config.PORT });
-  logger.info({ role, database: config.DATABASE_URL ? 'external' : 'embedded', port: app ? config.PORT : undefined }, 'plaza started');
+  logger.info({ role, database: config.DATABASE_URL ? 'external' : 'embedded', port: app ? config.PORT : undefined, metricsPort: operations.port }, 'plaza started');
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -66,7 +77,8 @@ export async function serve(config: Config, role: Role): Promise<void> {
     deadline.unref();
     // Stop accepting first, let in-flight requests and sends finish, then close the database
     // (for the owner of the embedded server, that stops it: fast shutdown).
-    await Promise.allSettled([app?.close(), worker?.stop()]);
+    stopKeyReloader();
+    await Promise.allSettled([app?.close(), worker?.stop(), operations.close()]);
     await db.close();
     logger.info('stopped');
     process.exit(0);
@@ -84,7 +96,7 @@ async function migrateWhenReachable(db: Database, logger: pino.Logger): Promise<
       return;
     } catch (error) {
       if (!isUnavailable(error) || attempt >= 30) throw error;
-      logger.warn({ attempt }, 'database unreachable; retrying in 1 s');
+      logger.warn({ attempt, reason: (error as { code?: string }).code ?? (error as Error).message }, 'database unreachable; retrying in 1 s');
       await new Promise((resolve) => setTimeout(resolve, 1000));
     }
   }

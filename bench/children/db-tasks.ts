@@ -37,7 +37,7 @@ export interface SeedPlan extends WithEnv {
   /** Seller users `<prefix><i>` with password `<prefix><i>-password`. */
   users?: { prefix: string; count: number };
   /** Webhooks inserted by SQL (scenario 6 needs more than the per-tenant limit allows through the API). */
-  webhooks?: { count: number; topic: string; urls: string[] };
+  webhooks?: { count: number; topic: string; urls: string[]; /** Owner (default: the seller). */ tenant?: { kind: 'seller' | 'marketplace'; id: string } };
 }
 
 export interface Seeded {
@@ -69,9 +69,9 @@ async function seed(plan: SeedPlan): Promise<Seeded> {
       const secret = encryptSecret(keys.webhookSecretsKey, newWebhookSecret());
       await db.query(
         `INSERT INTO webhooks (tenant_kind, tenant_id, marketplace_code, code, name, topic, callback_url, seller_id, secret_encrypted)
-         SELECT 'seller', $1::text, $2, 'fan-' || i, 'Fan-out ' || i, $3, ($4::text[])[1 + i % cardinality($4::text[])] || '/fan/' || i, '*', $5
+         SELECT $7, $1::text, $2, 'fan-' || i, 'Fan-out ' || i, $3, ($4::text[])[1 + i % cardinality($4::text[])] || '/fan/' || i, '*', $5
            FROM generate_series(1, $6::int) AS i`,
-        [String(plan.sellerId), plan.marketplace, plan.webhooks.topic, plan.webhooks.urls, secret, plan.webhooks.count],
+        [plan.webhooks.tenant?.id ?? String(plan.sellerId), plan.marketplace, plan.webhooks.topic, plan.webhooks.urls, secret, plan.webhooks.count, plan.webhooks.tenant?.kind ?? 'seller'],
       );
     }
     return { connectionId, users };

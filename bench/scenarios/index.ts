@@ -2,11 +2,12 @@ import type { Scenario } from '../lib/scenario.js';
 import { authenticatedRead, loginThroughput, refreshThroughput } from './api.js';
 import { deliveryThroughput, noisyNeighbour } from './delivery.js';
 import { fanOut } from './fan-out.js';
+import { tenantFairness } from './fairness.js';
 import { deliveryLatency } from './latency.js';
 import { memory } from './memory.js';
 import { startUp } from './startup.js';
 
-export const SCENARIOS: Scenario[] = [authenticatedRead, loginThroughput, refreshThroughput, deliveryThroughput, deliveryLatency, fanOut, noisyNeighbour, memory, startUp];
+export const SCENARIOS: Scenario[] = [authenticatedRead, loginThroughput, refreshThroughput, deliveryThroughput, deliveryLatency, fanOut, noisyNeighbour, memory, startUp, tenantFairness];
 
 export const USAGE = `Usage: npm run bench -- [--smoke] [--db embedded|postgres] [scenario …]
 

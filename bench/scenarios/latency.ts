@@ -7,9 +7,14 @@ import { Service } from '../lib/service.js';
 import { percentile } from '../lib/stats.js';
 import { MARKETPLACE, SELLER_ID, seedTenant } from './common.js';
 
-interface Paced {
+export interface Paced {
   answeredAt: Record<string, number>;
   sent: number;
+}
+
+/** Intake 202 to arrival per event; one not delivered when the budget ran out counts as infinitely late. */
+export function latenciesOf(paced: Paced, arrivals: Record<string, number>): number[] {
+  return Object.entries(paced.answeredAt).map(([reference, answeredAt]) => (arrivals[reference] ?? Infinity) - answeredAt);
 }
 
 /**
@@ -40,8 +45,7 @@ export const deliveryLatency: Scenario = {
       const paced = await runHelper<Paced>('event-driver', 'paced', { ...target, prefix: 'lat-', durationMs: scale.latencyMs });
       const arrived = await receivers.waitFor(paced.sent, { stallMs: scale.stallMs, budgetMs: scale.deliveryBudgetMs }, () => service.isRunning());
       const arrivals = await receivers.arrivals();
-      // An event still not delivered when the budget ran out counts as infinitely late.
-      const latencies = Object.entries(paced.answeredAt).map(([reference, answeredAt]) => (arrivals[reference] ?? Infinity) - answeredAt);
+      const latencies = latenciesOf(paced, arrivals);
       const p50 = percentile(latencies, 50);
       const p99 = percentile(latencies, 99);
       const label = `5 delivery latency (${arrived.complete ? latencies.length : `${arrived.unique} of ${latencies.length} arrived`} at ${scale.latencyRate}/s)`;

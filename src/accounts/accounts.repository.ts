@@ -6,7 +6,8 @@ export interface User {
   id: number;
   username: string;
   password_hash: string;
-  seller_id: number;
+  /** null only for an admin bound to no seller. */
+  seller_id: number | null;
   role: Role;
   marketplace_code: string | null;
   active: boolean;
@@ -31,7 +32,7 @@ export async function insertConnection(db: Queryable, sellerId: number, marketpl
 export interface NewUser {
   username: string;
   passwordHash: string;
-  sellerId: number;
+  sellerId: number | null;
   role: Role;
   marketplaceCode: string | null;
   active: boolean;
@@ -65,4 +66,93 @@ export async function setUserActive(db: Queryable, username: string, active: boo
 export async function countUsers(db: Queryable): Promise<number> {
   const { rows } = await db.query<{ count: number }>(`SELECT count(*)::int AS count FROM users`);
   return rows[0]!.count;
+}
+
+// Administration (src/admin/, src/cli/): lists are keyset pages in key order.
+
+export interface MarketplaceRow {
+  code: string;
+  name: string;
+  created_at: Date;
+}
+
+export interface SellerRow {
+  id: number;
+  name: string;
+  active: boolean;
+  created_at: Date;
+}
+
+export interface ConnectionRow {
+  id: number;
+  seller_id: number;
+  marketplace_code: string;
+  created_at: Date;
+}
+
+export type UserSummary = Omit<User, 'password_hash'> & { created_at: Date; updated_at: Date };
+
+const USER_COLUMNS = `id, username, seller_id, role, marketplace_code, active, created_at, updated_at`;
+
+export async function listMarketplaces(db: Queryable, after: string, limit: number): Promise<MarketplaceRow[]> {
+  // COLLATE "C": the cursor compares the way the ORDER BY sorts, on every server locale.
+  const { rows } = await db.query<MarketplaceRow>(`SELECT code, name, created_at FROM marketplaces WHERE code COLLATE "C" > $1 ORDER BY code COLLATE "C" LIMIT $2`, [after, limit]);
+  return rows;
+}
+
+export async function findMarketplace(db: Queryable, code: string): Promise<MarketplaceRow | undefined> {
+  const { rows } = await db.query<MarketplaceRow>(`SELECT code, name, created_at FROM marketplaces WHERE code = $1`, [code]);
+  return rows[0];
+}
+
+export async function renameMarketplace(db: Queryable, code: string, name: string): Promise<MarketplaceRow | undefined> {
+  const { rows } = await db.query<MarketplaceRow>(`UPDATE marketplaces SET name = $2 WHERE code = $1 RETURNING code, name, created_at`, [code, name]);
+  return rows[0];
+}
+
+export async function listSellers(db: Queryable, afterId: number, limit: number): Promise<SellerRow[]> {
+  const { rows } = await db.query<SellerRow>(`SELECT id, name, active, created_at FROM sellers WHERE id > $1 ORDER BY id LIMIT $2`, [afterId, limit]);
+  return rows;
+}
+
+export async function findSeller(db: Queryable, id: number): Promise<SellerRow | undefined> {
+  const { rows } = await db.query<SellerRow>(`SELECT id, name, active, created_at FROM sellers WHERE id = $1`, [id]);
+  return rows[0];
+}
+
+export async function renameSeller(db: Queryable, id: number, name: string): Promise<SellerRow | undefined> {
+  const { rows } = await db.query<SellerRow>(`UPDATE sellers SET name = $2 WHERE id = $1 RETURNING id, name, active, created_at`, [id, name]);
+  return rows[0];
+}
+
+export async function listConnections(db: Queryable, afterId: number, limit: number, filter: { sellerId?: number | undefined; marketplaceCode?: string | undefined } = {}): Promise<ConnectionRow[]> {
+  const { rows } = await db.query<ConnectionRow>(
+    `SELECT id, seller_id, marketplace_code, created_at FROM marketplace_connections
+      WHERE id > $1 AND ($3::int IS NULL OR seller_id = $3) AND ($4::text IS NULL OR marketplace_code = $4)
+      ORDER BY id LIMIT $2`,
+    [afterId, limit, filter.sellerId ?? null, filter.marketplaceCode ?? null],
+  );
+  return rows;
+}
+
+export async function findConnection(db: Queryable, id: number): Promise<ConnectionRow | undefined> {
+  const { rows } = await db.query<ConnectionRow>(`SELECT id, seller_id, marketplace_code, created_at FROM marketplace_connections WHERE id = $1`, [id]);
+  return rows[0];
+}
+
+export async function listUsers(db: Queryable, afterId: number, limit: number): Promise<UserSummary[]> {
+  const { rows } = await db.query<UserSummary>(`SELECT ${USER_COLUMNS} FROM users WHERE id > $1 ORDER BY id LIMIT $2`, [afterId, limit]);
+  return rows;
+}
+
+export async function findUserSummary(db: Queryable, id: number): Promise<UserSummary | undefined> {
+  const { rows } = await db.query<UserSummary>(`SELECT ${USER_COLUMNS} FROM users WHERE id = $1`, [id]);
+  return rows[0];
+}
+
+/** Deletes by key; returns whether a row went. Rows still referenced raise 23503 (see deleteSafely). */
+export async function deleteRow(db: Queryable, table: 'marketplaces' | 'sellers' | 'marketplace_connections' | 'users', key: string | number): Promise<boolean> {
+  const column = table === 'marketplaces' ? 'code' : 'id';
+  const { rowCount } = await db.query(`DELETE FROM ${table} WHERE ${column} = $1`, [key]);
+  return rowCount > 0;
 }

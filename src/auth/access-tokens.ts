@@ -5,14 +5,32 @@ import type { Config } from '../config.js';
 import { ALGORITHM, type Keys } from '../keys.js';
 
 /** The user and session an access token speaks for. The seller in context comes only from here. */
-export interface Principal {
+export interface UserPrincipal {
   userId: number;
   sessionId: string;
   sellerId: number;
   role: Role;
   marketplaceCode: string | null;
   tokenId: string;
+  apiKeyId?: undefined;
 }
+
+/**
+ * An API key (src/auth/api-keys.ts): scoped like the user role of the same name, without a user
+ * or a session. sellerId is 0 for admin and marketplace keys, which no seller has (ids are > 0).
+ */
+export interface ApiKeyPrincipal {
+  apiKeyId: number;
+  userId: null;
+  sessionId: null;
+  sellerId: number;
+  role: Role;
+  marketplaceCode: string | null;
+  tokenId: string;
+}
+
+/** Who a request speaks for: a user through an access token, or an API key. */
+export type Principal = UserPrincipal | ApiKeyPrincipal;
 
 export const ACCESS_TOKEN_TYPE = 'at+jwt';
 
@@ -23,7 +41,7 @@ interface AccessClaims extends JWTPayload {
   mkt?: string;
 }
 
-export type TokenSubject = Omit<Principal, 'tokenId'>;
+export type TokenSubject = Omit<UserPrincipal, 'tokenId' | 'apiKeyId'>;
 
 /** Signs a stateless access token (RFC 9068 shape: typ at+jwt, kid, iss, aud, sub, exp, jti). */
 export async function issueAccessToken(keys: Keys, config: Config, subject: TokenSubject, now: Date): Promise<string> {
@@ -53,13 +71,13 @@ const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
  * longer than ACCESS_TOKEN_TTL_SECONDS was not issued by this service as configured, even when its
  * signature is right (a leaked signing key, a signer elsewhere misconfigured), and is refused.
  */
-export async function verifyAccessToken(keys: Keys, config: Config, token: string, now: Date): Promise<Principal> {
+export async function verifyAccessToken(keys: Keys, config: Config, token: string, now: Date): Promise<UserPrincipal> {
   return (await verifyWithWindow(keys, config, token, now)).principal;
 }
 
 /** A verified token and the times between which it stays valid (leeway included). */
 interface Verified {
-  principal: Principal;
+  principal: UserPrincipal;
   validFrom: number;
   validUntil: number;
 }
@@ -127,7 +145,7 @@ export class AccessTokenVerifier {
     private readonly capacity = 10_000,
   ) {}
 
-  async verify(token: string, now: Date): Promise<Principal> {
+  async verify(token: string, now: Date): Promise<UserPrincipal> {
     const cached = this.verified.get(token);
     const time = now.getTime();
     if (cached && time >= cached.validFrom && time < cached.validUntil) return cached.principal;

@@ -8,7 +8,8 @@ export type AuthEventType =
   | 'refresh_reuse_detected'
   | 'logout'
   | 'revoke_all'
-  | 'session_revoked';
+  | 'session_revoked'
+  | 'password_changed';
 
 /** Who made a request: kept with every audit event. */
 export interface RequestOrigin {

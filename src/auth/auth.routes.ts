@@ -3,11 +3,13 @@ import { Type } from 'typebox';
 import type { FeatureDeps } from '../deps.js';
 import { CREDENTIALS_BODY_LIMIT_BYTES } from '../http/body-limits.js';
 import { problemResponses } from '../http/openapi.js';
-import { authenticate, principalOf } from './authenticate.js';
+import { authenticate, userPrincipalOf } from './authenticate.js';
 import { createLoginGuards, login } from './login.service.js';
 import { verifyDummyPassword } from './passwords.js';
 import { refresh } from './refresh.service.js';
 import { originOf } from './request-origin.js';
+import { changeOwnPassword } from './password-change.service.js';
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../accounts/users.service.js';
 import { sessionRoutes } from './sessions.routes.js';
 import { logout, revokeAll } from './sessions.service.js';
 
@@ -46,6 +48,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
     {
       bodyLimit: CREDENTIALS_BODY_LIMIT_BYTES,
       schema: {
+        operationId: 'login',
         tags: ['auth'],
         summary: 'Log in with user name and password',
         description: 'Returns an access token and a refresh token. 429 carries Retry-After and retry_after while a login limit cools down.',
@@ -64,6 +67,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
     {
       bodyLimit: CREDENTIALS_BODY_LIMIT_BYTES,
       schema: {
+        operationId: 'refreshTokens',
         tags: ['auth'],
         summary: 'Rotate the refresh token',
         description: 'Revokes the presented refresh token (reason rotated) and returns a new pair. A revoked token presented again revokes every refresh token of the user.',
@@ -82,6 +86,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
     {
       onRequest: requireUser,
       schema: {
+        operationId: 'logout',
         tags: ['auth'],
         summary: 'End the current session',
         description: 'Revokes the refresh token of the session in the access token. The access token itself stays valid until it expires.',
@@ -90,7 +95,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
       },
     },
     async (request, reply) => {
-      await logout(deps.db, principalOf(request), originOf(request), deps.clock.now());
+      await logout(deps.db, userPrincipalOf(request), originOf(request), deps.clock.now());
       return reply.code(204).send(null);
     },
   );
@@ -100,6 +105,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
     {
       onRequest: requireUser,
       schema: {
+        operationId: 'revokeAllSessions',
         tags: ['auth'],
         summary: 'End every session of the user',
         security: [{ bearerAuth: [] }],
@@ -107,7 +113,32 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
       },
     },
     async (request, reply) => {
-      await revokeAll(deps.db, principalOf(request), originOf(request), deps.clock.now());
+      await revokeAll(deps.db, userPrincipalOf(request), originOf(request), deps.clock.now());
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.post(
+    '/api/v2/auth/password',
+    {
+      // Authenticated before the body is read; the body is two passwords.
+      onRequest: requireUser,
+      bodyLimit: CREDENTIALS_BODY_LIMIT_BYTES,
+      schema: {
+        tags: ['auth'],
+        operationId: 'changePassword',
+        summary: 'Change the user\'s password',
+        description: 'Requires the current password (failures count towards the login limits). Ends every other session of the user; the current one stays.',
+        security: [{ bearerAuth: [] }],
+        body: Type.Object({
+          current_password: Type.String({ minLength: 1, maxLength: PASSWORD_MAX_LENGTH }),
+          new_password: Type.String({ minLength: PASSWORD_MIN_LENGTH, maxLength: PASSWORD_MAX_LENGTH }),
+        }, { additionalProperties: false }),
+        response: { 204: Type.Null({ description: 'Password changed' }), ...problemResponses(400, 401, 403, 429, 503) },
+      },
+    },
+    async (request, reply) => {
+      await changeOwnPassword(deps, guards.limiter, userPrincipalOf(request), { currentPassword: request.body.current_password, newPassword: request.body.new_password, origin: originOf(request) });
       return reply.code(204).send(null);
     },
   );

@@ -2,7 +2,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FeatureDeps } from '../deps.js';
 import { AppError } from '../http/errors.js';
 import type { Keys } from '../keys.js';
-import { AccessTokenVerifier, InvalidAccessTokenError, type Principal } from './access-tokens.js';
+import { AccessTokenVerifier, InvalidAccessTokenError, type Principal, type UserPrincipal } from './access-tokens.js';
+import { isWellFormedApiKey } from './api-keys.js';
+import { authenticateApiKey } from './api-keys.service.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -10,6 +12,7 @@ declare module 'fastify' {
   }
 }
 
+const API_KEY_BEARER = /^Bearer (plz_.*)$/i;
 const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*)$/i;
 
 function unauthorized(detail: string): AppError {
@@ -20,16 +23,24 @@ function unauthorized(detail: string): AppError {
 const verifiers = new WeakMap<Keys, AccessTokenVerifier>();
 
 /**
- * A hook that requires `Authorization: Bearer <access token>` and sets request.principal. Routes
- * run it in onRequest, before the body is read: a caller without a token costs no parsing.
+ * A hook that requires `Authorization: Bearer <access token or API key>` and sets
+ * request.principal. Routes run it in onRequest, before the body is read: a caller without a
+ * token costs no parsing.
  */
-export function authenticate({ keys, config, clock }: FeatureDeps) {
+export function authenticate({ keys, config, clock, db }: FeatureDeps) {
   let verifier = verifiers.get(keys);
   if (verifier?.config !== config) verifiers.set(keys, (verifier = new AccessTokenVerifier(keys, config)));
   const tokens = verifier;
   return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
     const header = request.headers.authorization;
     if (!header) throw new AppError('unauthorized', 'Send Authorization: Bearer <access token>.', { headers: { 'www-authenticate': 'Bearer' } });
+    // API keys are accepted wherever an access token is (src/auth/api-keys.ts).
+    const apiKey = API_KEY_BEARER.exec(header)?.[1];
+    if (apiKey !== undefined) {
+      if (!isWellFormedApiKey(apiKey)) throw unauthorized('The API key is invalid or revoked.');
+      request.principal = await authenticateApiKey(db, apiKey, clock.now(), config.API_KEY_LAST_USED_RESOLUTION_SECONDS);
+      return;
+    }
     const match = BEARER.exec(header);
     if (!match) throw unauthorized('The Authorization header does not carry a bearer access token.');
     try {
@@ -45,4 +56,11 @@ export function authenticate({ keys, config, clock }: FeatureDeps) {
 export function principalOf(request: FastifyRequest): Principal {
   if (!request.principal) throw new AppError('unauthorized');
   return request.principal;
+}
+
+/** The principal of a route that acts on the user's own account or sessions: API keys have neither (403). */
+export function userPrincipalOf(request: FastifyRequest): UserPrincipal {
+  const principal = principalOf(request);
+  if (principal.apiKeyId !== undefined) throw new AppError('forbidden', 'An API key has no user or session; this needs a user\'s access token.');
+  return principal;
 }

@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/database.js';
 
-export type RevocationReason = 'rotated' | 'security_breach_token_reuse' | 'logout' | 'revoke_all' | 'session_revoked';
+export type RevocationReason = 'rotated' | 'security_breach_token_reuse' | 'logout' | 'revoke_all' | 'session_revoked' | 'password_changed' | 'user_deactivated';
 
 export interface LockedRefreshToken {
   id: number;
@@ -10,7 +10,7 @@ export interface LockedRefreshToken {
   revoked_at: Date | null;
   revoked_reason: RevocationReason | null;
   username: string;
-  seller_id: number;
+  seller_id: number | null;
   role: 'seller' | 'marketplace' | 'admin';
   marketplace_code: string | null;
   user_active: boolean;
@@ -80,18 +80,21 @@ export async function revokeRefreshToken(tx: Queryable, id: number, reason: Revo
   await tx.query(`UPDATE refresh_tokens SET revoked_at = $2, revoked_reason = $3 WHERE id = $1 AND revoked_at IS NULL`, [id, now, reason]);
 }
 
-/** Revokes every active refresh token and session of a user in one statement; returns how many tokens. */
-export async function revokeAllOfUser(db: Queryable, userId: number, reason: RevocationReason, now: Date): Promise<number> {
+/**
+ * Revokes every active refresh token and session of a user in one statement, except the session
+ * `keepSessionId` (a password change keeps the session that made it); returns how many tokens.
+ */
+export async function revokeAllOfUser(db: Queryable, userId: number, reason: RevocationReason, now: Date, keepSessionId: string | null = null): Promise<number> {
   const { rows } = await db.query<{ tokens: number }>(
     `WITH tokens AS (
        UPDATE refresh_tokens SET revoked_at = $2, revoked_reason = $3
-        WHERE user_id = $1 AND revoked_at IS NULL
+        WHERE user_id = $1 AND revoked_at IS NULL AND session_id IS DISTINCT FROM $4::uuid
         RETURNING 1
      ), sessions AS (
-       UPDATE sessions SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL RETURNING 1
+       UPDATE sessions SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL AND id IS DISTINCT FROM $4::uuid RETURNING 1
      )
      SELECT (SELECT count(*) FROM tokens)::int AS tokens`,
-    [userId, now, reason],
+    [userId, now, reason, keepSessionId],
   );
   return rows[0]?.tokens ?? 0;
 }

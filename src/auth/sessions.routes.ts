@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { FeatureDeps } from '../deps.js';
 import { notFound } from '../http/errors.js';
 import { problemResponses } from '../http/openapi.js';
-import { authenticate, principalOf } from './authenticate.js';
+import { authenticate, userPrincipalOf } from './authenticate.js';
 import { originOf } from './request-origin.js';
 import { listActiveSessions } from './sessions.repository.js';
 import { revokeOneSession } from './sessions.service.js';
@@ -31,6 +31,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
     '/api/v2/auth/sessions',
     {
       schema: {
+        operationId: 'listSessions',
         tags: ['auth'],
         summary: 'List the active sessions of the user',
         description: `Sessions that can still be refreshed, most recently used first (at most ${SESSION_LIST_LIMIT}).`,
@@ -39,7 +40,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
       },
     },
     async (request) => {
-      const principal = principalOf(request);
+      const principal = userPrincipalOf(request);
       const sessions = await listActiveSessions(db, principal.userId, clock.now(), SESSION_LIST_LIMIT);
       return sessions.map((session) => ({
         id: session.id,
@@ -56,6 +57,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
     '/api/v2/auth/sessions/:id',
     {
       schema: {
+        operationId: 'revokeSession',
         tags: ['auth'],
         summary: 'Revoke one session of the user',
         description: 'Revokes the session and its refresh token (reason session_revoked). Access tokens already issued stay valid until they expire.',
@@ -65,7 +67,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
       },
     },
     async (request, reply) => {
-      const found = await revokeOneSession(db, principalOf(request), request.params.id, originOf(request), clock.now());
+      const found = await revokeOneSession(db, userPrincipalOf(request), request.params.id, originOf(request), clock.now());
       if (!found) throw notFound('No session of yours has this id.');
       return reply.code(204).send(null);
     },

@@ -2,7 +2,7 @@ import type { Database } from '../db/database.js';
 
 type Transactional = Pick<Database, 'transaction'>;
 import { recordAuthEvent, type RequestOrigin } from './auth-events.repository.js';
-import type { Principal } from './access-tokens.js';
+import type { UserPrincipal as Principal } from './access-tokens.js';
 import { revokeAllOfUser, revokeSession } from './sessions.repository.js';
 
 /** Logout: the current session and its refresh token end; the access token lives on until it expires. */

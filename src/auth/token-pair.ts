@@ -2,6 +2,9 @@ import type { Role } from '../accounts/accounts.repository.js';
 import type { FeatureDeps } from '../deps.js';
 import { issueAccessToken } from './access-tokens.js';
 
+/** The seller id of an admin bound to no seller: no seller has it (ids are > 0). */
+export const NO_SELLER = 0;
+
 /** The login result of the spec; refresh answers with the same fields. */
 export interface TokenPair {
   token: string;
@@ -15,7 +18,7 @@ export interface TokenPair {
 export interface TokenOwner {
   id: number;
   username: string;
-  seller_id: number;
+  seller_id: number | null;
   role: Role;
   marketplace_code: string | null;
 }
@@ -30,7 +33,7 @@ export async function tokenPair(
   const token = await issueAccessToken(
     keys,
     config,
-    { userId: user.id, sessionId, sellerId: user.seller_id, role: user.role, marketplaceCode: user.marketplace_code },
+    { userId: user.id, sessionId, sellerId: user.seller_id ?? NO_SELLER, role: user.role, marketplaceCode: user.marketplace_code },
     now,
   );
   return {
@@ -38,7 +41,7 @@ export async function tokenPair(
     refresh_token: refreshToken,
     user_id: user.id,
     user_name: user.username,
-    seller_id: user.seller_id,
+    seller_id: user.seller_id ?? NO_SELLER,
     expires_in: config.ACCESS_TOKEN_TTL_SECONDS,
   };
 }

@@ -1,120 +1,207 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { findUserByUsername } from '../accounts/accounts.repository.js';
+import { loginOk, postRefresh } from '../auth/auth-test-kit.js';
 import { verifyPassword } from '../auth/passwords.js';
-import type { Database } from '../db/database.js';
-import { projectRoot } from '../paths.js';
-import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';
+import { loadConfig, type Config } from '../config.js';
+import { packageVersion } from '../paths.js';
+import { createTestApp, type TestContext } from '../testing/test-app.js';
+import { createTestDatabase } from '../testing/test-database.js';
+import { runInProcess, runProcess } from './cli-test-kit.js';
+import { COMMANDS } from './commands.js';
 
-const CLI = join(projectRoot, 'dist/src/main.js');
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs `plaza …` as a user would, against DATABASE_URL (the embedded server's own path is in test/reliability/embedded.test.ts). */
-function plaza(env: Record<string, string>, args: string[], stdin = ''): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(stdin);
-  });
-}
-
-describe('plaza CLI', () => {
-  let testDb: TestDatabase;
-  let env: Record<string, string>;
-
+describe('plaza CLI (in-process)', () => {
+  let ctx: TestContext;
+  let config: Config;
   before(async () => {
-    testDb = await createTestDatabase();
-    env = { DATABASE_URL: testDb.url };
+    ctx = await createTestApp();
+    config = loadConfig({ LOG_LEVEL: 'silent', SECRETS_KEY: randomBytes(32).toString('base64') });
   });
-  after(() => testDb.close());
+  after(() => ctx.close());
+  const plaza = (args: string[], stdin = '') => runInProcess(args, { db: ctx.db, config, stdin, now: ctx.clock.now() });
 
-  /** Reads the database the CLI wrote. */
-  const inspect = <T>(work: (db: Database) => Promise<T>): Promise<T> => work(testDb);
-
-  test('migrate reports what it did', async () => {
-    const first = await plaza(env, ['migrate']);
-    assert.equal(first.code, 0, first.stderr);
-    const second = await plaza(env, ['migrate']);
-    assert.equal(second.code, 0, second.stderr);
-    assert.match(second.stdout, /up to date/);
-  });
-
-  test('creates marketplaces, sellers, connections and users', async () => {
-    assert.equal((await plaza(env, ['marketplaces', 'add', 'meli', '--name', 'Mercado Libre'])).code, 0);
-    assert.equal((await plaza(env, ['sellers', 'add', '42', '--name', 'Acme'])).code, 0);
-    const connection = await plaza(env, ['connections', 'add', '--seller', '42', '--marketplace', 'meli']);
-    assert.equal(connection.code, 0, connection.stderr);
-    assert.match(connection.stdout.trim(), /^\d+$/, 'prints the new connection id');
-
-    const user = await plaza(env, ['users', 'add', 'alice', '--seller', '42'], 's3cret-passw0rd\n');
-    assert.equal(user.code, 0, user.stderr);
-    const operator = await plaza(env, ['users', 'add', 'meli-ops', '--seller', '42', '--role', 'marketplace', '--marketplace', 'meli', '--inactive'], 'another-passw0rd');
-    assert.equal(operator.code, 0, operator.stderr);
-
-    await inspect(async (db) => {
-      const alice = await findUserByUsername(db, 'ALICE');
-      assert.ok(alice);
-      assert.equal(alice.seller_id, 42);
-      assert.equal(alice.role, 'seller');
-      assert.equal(alice.active, true);
-      assert.ok(await verifyPassword(alice.password_hash, 's3cret-passw0rd'), 'the password came from stdin, without its newline');
-      assert.doesNotMatch(alice.password_hash, /s3cret/);
-      const ops = await findUserByUsername(db, 'meli-ops');
-      assert.equal(ops?.role, 'marketplace');
-      assert.equal(ops?.marketplace_code, 'meli');
-      assert.equal(ops?.active, false);
-      const { rows } = await db.query(`SELECT count(*)::int AS n FROM marketplace_connections WHERE seller_id = 42`);
-      assert.deepEqual(rows, [{ n: 1 }]);
-    });
+  test('help, --help on every command and --version exit 0 without configuration or database', async () => {
+    for (const args of [[], ['help'], ['--help'], ['-h']]) {
+      const run = await runInProcess(args);
+      assert.equal(run.code, 0);
+      for (const command of COMMANDS) assert.ok(run.stdout.includes(command.name), command.name);
+    }
+    for (const command of COMMANDS) {
+      const words = command.name.split(' ');
+      for (const args of [[...words, '--help'], [...words, '-h'], ['help', ...words], [...words, '--name', 'x', '--help']]) {
+        const run = await runInProcess(args);
+        assert.equal(run.code, 0, `plaza ${args.join(' ')}: ${run.stderr}`);
+        assert.ok(run.stdout.startsWith(`Usage: plaza ${command.name}`), args.join(' '));
+        assert.equal(run.openedDatabase, false);
+      }
+    }
+    assert.equal((await runInProcess(['--version'])).stdout.trim(), packageVersion);
   });
 
-  test('users set-active switches a user on and off', async () => {
-    assert.equal((await plaza(env, ['users', 'set-active', 'alice', 'false'])).code, 0);
-    await inspect(async (db) => assert.equal((await findUserByUsername(db, 'alice'))?.active, false));
-    assert.equal((await plaza(env, ['users', 'set-active', 'alice', 'true'])).code, 0);
-    await inspect(async (db) => assert.equal((await findUserByUsername(db, 'alice'))?.active, true));
-  });
-
-  test('mistakes get a clear message and exit code 2', async () => {
-    const cases: [string[], string, RegExp][] = [
-      [['users', 'add', 'bob', '--seller', '42'], 'short', /at least 8 characters/],
-      [['users', 'add', 'bob', '--seller', '999'], 'long-enough-password', /There is no seller 999\. Add it first: plaza sellers add/],
-      [['users', 'add', 'alice', '--seller', '42'], 'long-enough-password', /"alice" already exists/],
-      [['connections', 'add', '--seller', '42', '--marketplace', 'nowhere'], '', /There is no marketplace nowhere\./],
-      [['users', 'add', 'erin', '--seller', '42', '--password', 'x'], '', /Unknown option '--password'\.$/m],
-      [['users', 'add', 'carol', '--seller', '42', '--role', 'marketplace'], 'long-enough-password', /--marketplace <code> is required/],
-      [['users', 'add', 'dave', '--seller', '42', '--role', 'root'], 'long-enough-password', /--role must be one of/],
-      [['users', 'set-active', 'nobody', 'true'], '', /No user is named/],
-      [['users', 'set-active', 'alice', 'maybe'], '', /true\|false/],
-      [['marketplaces', 'add', 'bad code!', '--name', 'x'], '', /only letters, digits/],
-      [['sellers', 'add', 'abc', '--name', 'x'], '', /positive integer/],
-      [['connections', 'add', '--seller', '42'], '', /--marketplace is required/],
-      [['serve', '--role', 'everything'], '', /--role must be all, api or worker/],
-      [['frobnicate'], '', /Unknown command/],
+  test('mistakes exit 2 with a clear message, before any database is opened', async () => {
+    const cases: [string[], RegExp][] = [
+      [['frobnicate'], /Unknown command "frobnicate"/],
+      [['users', 'frob'], /Unknown command "users frob"[\s\S]*plaza users add/],
+      [['migrate', '--hlep'], /Unknown option '--hlep'\./],
+      [['migrate', 'now'], /Unexpected argument "now"/],
+      [['users', 'add', 'erin', '--seller', '42', '--password', 'x'], /Unknown option '--password'\./],
+      [['users', 'add', 'carol', '--seller', '42', '--role', 'marketplace'], /--marketplace <code> is required/],
+      [['users', 'add', 'dave', '--seller', '42', '--role', 'root'], /--role must be one of/],
+      [['users', 'add', 'frank'], /--seller is required \(except with --role admin\)/],
+      [['users', 'set-active', 'alice', 'maybe'], /true\|false/],
+      [['marketplaces', 'add', 'bad code!', '--name', 'x'], /only letters, digits/],
+      [['sellers', 'add', 'abc', '--name', 'x'], /positive integer/],
+      [['connections', 'add', '--seller', '42'], /--marketplace is required/],
+      [['serve', '--role', 'everything'], /--role must be all, api or worker/],
+      [['api-keys', 'add', '--name', 'x'], /--role is required/],
+      [['api-keys', 'add', '--name', 'x', '--role', 'seller'], /--seller <id> is required with --role seller/],
+      [['api-keys', 'add', '--name', 'x', '--role', 'admin', '--marketplace', 'MKT'], /--marketplace <code> is required with --role marketplace, and only with it/],
+      [['api-keys', 'revoke', 'x1'], /positive integer/],
     ];
-    for (const [args, stdin, message] of cases) {
-      const run = await plaza(env, args, stdin);
+    for (const [args, message] of cases) {
+      const run = await runInProcess(args, { stdin: 'long-enough-password' });
       assert.equal(run.code, 2, `plaza ${args.join(' ')}: ${run.stderr}`);
       assert.match(run.stderr, message, `plaza ${args.join(' ')}`);
-      assert.doesNotMatch(run.stderr, /\n\s+at /, 'no stack trace for a usage error');
+      assert.equal(run.openedDatabase, false, `plaza ${args.join(' ')} opened the database`);
+    }
+  });
+
+  test('creates, lists and deletes marketplaces, sellers, connections and users', async () => {
+    assert.equal((await plaza(['marketplaces', 'add', 'meli', '--name', 'Mercado Libre'])).code, 0);
+    assert.equal((await plaza(['sellers', 'add', '42', '--name', 'Acme'])).code, 0);
+    const connection = await plaza(['connections', 'add', '--seller', '42', '--marketplace', 'meli']);
+    assert.match(connection.stdout.trim(), /^\d+$/, 'prints the new connection id');
+    const user = await plaza(['users', 'add', 'alice', '--seller', '42'], 's3cret-passw0rd\n');
+    assert.equal(user.code, 0, user.stderr);
+    const root = await plaza(['users', 'add', 'root', '--role', 'admin'], 'root-passw0rd');
+    assert.equal(root.code, 0, root.stderr);
+    const alice = await findUserByUsername(ctx.db, 'ALICE');
+    assert.ok(alice && (await verifyPassword(alice.password_hash, 's3cret-passw0rd')), 'the password came from stdin, without its newline');
+    assert.equal((await findUserByUsername(ctx.db, 'root'))?.seller_id, null);
+
+    assert.match((await plaza(['marketplaces', 'list'])).stdout, /^CODE +NAME +CREATED\nmeli +Mercado Libre/m);
+    assert.match((await plaza(['sellers', 'list'])).stdout, /^42 +Acme/m);
+    assert.match((await plaza(['connections', 'list', '--marketplace', 'meli'])).stdout, new RegExp(`^${connection.stdout.trim()} +42 +meli`, 'm'));
+    const users = (await plaza(['users', 'list'])).stdout;
+    assert.match(users, /alice +seller +42/);
+    assert.match(users, /root +admin +- /);
+    assert.doesNotMatch(users, /argon2/);
+
+    const cases: [string[], string, RegExp][] = [
+      [['users', 'add', 'bob', '--seller', '42'], 'short', /at least 8 characters/],
+      [['users', 'add', 'bob', '--seller', '999'], 'long-enough-password', /There is no seller 999\./],
+      [['users', 'add', 'alice', '--seller', '42'], 'long-enough-password', /User alice already exists/],
+      [['connections', 'add', '--seller', '42', '--marketplace', 'nowhere'], '', /There is no marketplace nowhere\./],
+      [['users', 'set-active', 'nobody', 'true'], '', /No user is named/],
+      [['marketplaces', 'delete', 'meli'], '', /still in use \(marketplace_connections\)/],
+    ];
+    for (const [args, stdin, message] of cases) {
+      const run = await plaza(args, stdin);
+      assert.equal(run.code, 2, `plaza ${args.join(' ')}: ${run.stderr}`);
+      assert.match(run.stderr, message, `plaza ${args.join(' ')}`);
       assert.doesNotMatch(run.stderr, /Key \(|table "/, 'no database internals');
+    }
+    assert.equal((await plaza(['connections', 'delete', connection.stdout.trim()])).code, 0);
+    assert.equal((await plaza(['users', 'delete', 'root'])).code, 0);
+    assert.equal(await findUserByUsername(ctx.db, 'root'), undefined);
+  });
+
+  test('deactivate revokes every session; reset-password takes stdin and ends sessions', async () => {
+    const user = { username: 'carla', password: 'carla-passw0rd' };
+    assert.equal((await plaza(['users', 'add', user.username, '--seller', '42'], user.password)).code, 0);
+    const session = await loginOk(ctx, user);
+    assert.equal((await plaza(['users', 'deactivate', 'carla'])).code, 0);
+    assert.equal((await plaza(['users', 'activate', 'carla'])).code, 0);
+    assert.equal((await postRefresh(ctx, session.refresh_token)).statusCode, 401, 're-activation does not revive the session');
+    const again = await loginOk(ctx, user);
+    const reset = await plaza(['users', 'reset-password', 'carla'], 'fresh-passw0rd\n');
+    assert.equal(reset.code, 0, reset.stderr);
+    assert.equal((await postRefresh(ctx, again.refresh_token)).statusCode, 401);
+    await loginOk(ctx, { username: 'carla', password: 'fresh-passw0rd' });
+    const { rows } = await ctx.db.query<{ action: string }>(`SELECT action FROM admin_audit WHERE actor = 'cli' AND target_kind = 'user' ORDER BY id`);
+    assert.ok(['deactivate', 'activate', 'reset_password'].every((action) => rows.some((row) => row.action === action)));
+  });
+
+  test('api-keys add prints the key once; list never shows it; revoke stops it at once', async () => {
+    const added = await plaza(['api-keys', 'add', '--name', 'meli producer', '--role', 'marketplace', '--marketplace', 'meli']);
+    assert.equal(added.code, 0, added.stderr);
+    const key = added.stdout.trim();
+    assert.match(key, /^plz_[A-Za-z0-9_-]{43}$/);
+    assert.match(added.stderr, /shown only now/);
+    const list = await plaza(['api-keys', 'list']);
+    assert.match(list.stdout, /meli producer +plz_\S{6} +marketplace +meli/);
+    assert.ok(!list.stdout.includes(key.slice(10)));
+    const call = () => ctx.app.inject({ url: '/v1/meli/webhooks', headers: { authorization: `Bearer ${key}` } });
+    assert.equal((await call()).statusCode, 200);
+    const id = /^(\d+) +meli producer/m.exec(list.stdout)![1]!;
+    assert.equal((await plaza(['api-keys', 'revoke', id])).code, 0);
+    assert.equal((await call()).statusCode, 401);
+    assert.equal((await plaza(['api-keys', 'revoke', '99999'])).code, 2);
+    const admin = await plaza(['api-keys', 'add', '--name', 'ops', '--role', 'admin']);
+    assert.equal(admin.code, 0, admin.stderr);
+  });
+
+  test('keys rotate-jwt and rotate-secrets-key', async () => {
+    const status = await plaza(['keys', 'status']);
+    assert.equal(status.code, 0, status.stderr);
+    const rotated = await plaza(['keys', 'rotate-jwt']);
+    assert.equal(rotated.code, 0, rotated.stderr);
+    assert.match(rotated.stdout, /New JWT signing key \S+ signs from /);
+    const secrets = await plaza(['keys', 'rotate-secrets-key']);
+    assert.equal(secrets.code, 0, secrets.stderr);
+    const next = /New SECRETS_KEY=(\S+)/.exec(secrets.stdout)?.[1];
+    assert.ok(next);
+    // The configuration still holds the old key: it no longer opens the database's secrets.
+    const stale = await plaza(['keys', 'rotate-jwt']);
+    assert.equal(stale.code, 2);
+    assert.match(stale.stderr, /SECRETS_KEY differs/);
+    config = loadConfig({ LOG_LEVEL: 'silent', SECRETS_KEY: next });
+    assert.equal((await plaza(['keys', 'rotate-jwt'])).code, 0);
+  });
+});
+
+describe('plaza as a process', () => {
+  const dataDir = join(mkdtempSync(join(tmpdir(), 'plaza-cli-')), 'data');
+  after(() => rmSync(join(dataDir, '..'), { recursive: true, force: true }));
+
+  test('help, --help and mistakes touch no database: the data directory is never created', async () => {
+    const env = { DATA_DIR: dataDir };
+    // Every command's help is checked in-process above; these few prove the real entry point.
+    for (const args of [['--version'], ['serve', '--help'], ['migrate', '--help']]) {
+      const run = await runProcess(env, args);
+      assert.equal(run.code, 0, `${args.join(' ')}: ${run.stderr}`);
+      assert.doesNotMatch(run.stderr, /\n\s+at /);
+    }
+    for (const args of [['migrate', '--hlep'], ['users', 'add', 'x', '--role', 'root']]) {
+      const run = await runProcess(env, args);
+      assert.equal(run.code, 2, `${args.join(' ')}: ${run.stderr}`);
+      assert.doesNotMatch(run.stderr, /\n\s+at /, 'no stack trace for a usage error');
+    }
+    assert.equal(existsSync(dataDir), false);
+  });
+
+  test('a server whose SECRETS_KEY differs from the database\'s refuses to start, saying which key', async () => {
+    const testDb = process.env.DATABASE_URL ? await createTestDatabase() : undefined;
+    const database: Record<string, string> = testDb ? { DATABASE_URL: testDb.url! } : { DATA_DIR: join(dataDir, '..', 'embedded') };
+    try {
+      const keyA = randomBytes(32).toString('base64');
+      const first = await runProcess({ ...database, SECRETS_KEY: keyA }, ['keys', 'rotate-jwt']);
+      assert.equal(first.code, 0, first.stderr);
+      const other = await runProcess({ ...database, SECRETS_KEY: randomBytes(32).toString('base64'), PORT: '0', HOST: '127.0.0.1' }, ['serve'], '', 60_000);
+      assert.equal(other.code, 2, other.stderr);
+      assert.match(other.stderr, /SECRETS_KEY differs: this process's key \(from SECRETS_KEY, fingerprint [0-9a-f]+\) is not the one this database's secrets are encrypted under/);
+      assert.doesNotMatch(other.stderr, /\n\s+at /);
+    } finally {
+      await testDb?.close();
     }
   });
 
   test('a wrong configuration value names the variable', async () => {
-    const run = await plaza({ ...env, PORT: 'eighty' }, ['migrate']);
+    const run = await runProcess({ DATA_DIR: dataDir, PORT: 'eighty' }, ['migrate']);
     assert.equal(run.code, 2);
     assert.match(run.stderr, /PORT="eighty"/);
   });

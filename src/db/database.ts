@@ -38,6 +38,17 @@ const UNAVAILABLE_CODES = new Set([
   '08000', '08001', '08003', '08004', '08006', // connection_exception family
 ]);
 
+/**
+ * A deadlock (40P01) or serialization failure (40001): the transaction lost a race and was rolled
+ * back, and running it again normally succeeds. Every writer takes webhook rows before their
+ * deliveries, so these should not happen; if one does, the API answers 503 with Retry-After rather
+ * than 500, and the worker retries its batch.
+ */
+export function isTransientConflict(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return code === '40P01' || code === '40001';
+}
+
 /** Whether an error from the driver means "the database is not there right now". */
 export function isUnavailable(error: unknown): boolean {
   if (error instanceof DatabaseUnavailableError) return true;

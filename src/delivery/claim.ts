@@ -1,4 +1,6 @@
-import type { Queryable } from '../db/database.js';
+import type { Database, Queryable } from '../db/database.js';
+import { dbNow } from './database-clock.js';
+import { allocateSlots, type DueWebhook, type TenantLoad } from './fair-share.js';
 
 /** A delivery this worker holds a lease on, with what it needs to send it. */
 export interface ClaimedDelivery {
@@ -17,146 +19,220 @@ export interface ClaimedDelivery {
 
 export interface ClaimOptions {
   workerId: string;
-  now: Date;
+  /** Milliseconds between the injected clock and the database's (0 in production; see database-clock.ts). */
+  clockOffsetMs: number;
   leaseSeconds: number;
   /** How many deliveries this worker may take now (its free slots). */
   limit: number;
+  /** This worker's slots in all (DELIVERY_CONCURRENCY). */
+  concurrency: number;
   /** At most this many deliveries of one webhook in flight, over all workers. */
   perWebhookLimit: number;
+  /** DELIVERY_TENANT_SHARE. */
+  tenantShare: number;
+  /** The tenant the worker's previous claim ended on; the round-robin resumes after it. */
+  afterTenant?: string;
+  /** Most webhooks with waiting rows one claim looks at (DELIVERY_CLAIM_SCAN_WEBHOOKS). */
+  scanWebhooks: number;
+  /** The webhook id the previous claim's scan stopped at; this one continues after it. */
+  afterWebhook?: number;
+}
+
+export interface ClaimResult {
+  deliveries: ClaimedDelivery[];
+  lastTenant?: string;
+  nextWebhookCursor: number;
 }
 
 /**
- * Claims due deliveries in ONE statement, so that two workers never hold the same row:
- * - due: pending with next_attempt_at reached, or delivering with an expired lease (its worker died;
- *   a claimed row's next_attempt_at is always in the past);
- * - per-entity order: not while an earlier delivery of the same webhook and entity is unfinished;
- * - isolation: per webhook, what is already in flight (live leases) plus what is taken now stays within
- *   perWebhookLimit, so one slow receiver cannot fill the worker's pool; each webhook's due rows are
- *   walked in due order through an index and only as far as its free room (cost per claim grows with
- *   the number of webhooks with due work, not with the backlog);
- * - inactive (disabled) webhooks are not sent to; their deliveries wait for a re-enable;
- * - FOR UPDATE SKIP LOCKED: rows another worker is claiming right now are skipped, not waited for, and
- *   the due condition is checked again on the locked row.
+ * The one place that says which deliveries a worker may send: waiting (`pending`), due, of an
+ * active webhook. Expired leases are turned back into `pending` first (recoverExpiredLeases).
  */
-export async function claimDueDeliveries(db: Queryable, options: ClaimOptions): Promise<ClaimedDelivery[]> {
-  if (options.limit <= 0) return [];
+const CLAIMABLE = `d.status = 'pending' AND d.next_attempt_at <= ${dbNow(1)}`;
+
+/**
+ * Claims due deliveries fairly, in three statements whose cost does not depend on the size of the
+ * backlog nor on webhooks without waiting work:
+ * 1. expired leases go back to `pending` (index on lease_expires_at of `delivering` rows);
+ * 2. the webhooks with due work: a skip scan of deliveries_pending_webhook_due (one index probe per
+ *    webhook that has waiting rows, then at most perWebhookLimit rows each) over at most
+ *    scanWebhooks such webhooks, continuing where the previous claim stopped, and the live leases
+ *    per webhook and tenant (in-flight rows only: a few hundred at most);
+ * 3. fair-share.ts turns that into a number of rows per webhook, and one statement takes them:
+ *    per webhook, its due rows in due order, through the same index, skipping rows locked by
+ *    anything else (SKIP LOCKED below the LIMIT: a locked row is replaced by the next one instead of
+ *    being dropped, so a worker fills its free slots).
+ * Claims of different workers take turns on one advisory lock (see claimDueDeliveries): each sees the
+ * leases the previous one committed, so every worker gets work while work remains and the caps hold.
+ * Per-entity order: a row is not taken while an earlier delivery of the same webhook and entity
+ * key is unfinished (pending or delivering).
+ */
+export async function claimDueDeliveries(db: Database, options: ClaimOptions): Promise<ClaimResult> {
+  if (options.limit <= 0) return { deliveries: [], nextWebhookCursor: options.afterWebhook ?? 0 };
+  return db.transaction(async (tx) => {
+    // Claims take turns (a few milliseconds each): the caps are computed from what the previous
+    // claim committed, so two workers cannot both fill the same webhook's or tenant's last room.
+    // Completions, the intake and the API never take this lock: nothing else waits on it.
+    await tx.query(`SELECT pg_advisory_xact_lock(${CLAIM_LOCK})`);
+    await recoverExpiredLeases(tx, options.clockOffsetMs);
+    const { webhooks, loads, workers, nextWebhookCursor } = await readDueWork(tx, options);
+    const { quotas, last } = allocateSlots(webhooks, loads, {
+      free: options.limit,
+      concurrency: options.concurrency,
+      workers,
+      share: options.tenantShare,
+      perWebhookLimit: options.perWebhookLimit,
+      after: options.afterTenant,
+    });
+    if (quotas.size === 0) return { deliveries: [], nextWebhookCursor };
+    const deliveries = await takeRows(tx, options, quotas);
+    return { deliveries, lastTenant: last, nextWebhookCursor };
+  });
+}
+
+/** The advisory lock key of the claim ('plaza:claim' as a number; any constant no other code uses). */
+const CLAIM_LOCK = 0x706c617a61;
+
+/** A lease past its expiry means its worker died or stalled: the row is due again for anyone. */
+async function recoverExpiredLeases(db: Queryable, clockOffsetMs: number): Promise<void> {
+  await db.query(
+    `UPDATE deliveries d SET status = 'pending', leased_by = NULL, lease_expires_at = NULL
+      WHERE d.status = 'delivering' AND d.lease_expires_at <= ${dbNow(1)}`,
+    [clockOffsetMs],
+  );
+}
+
+interface DueWork {
+  webhooks: DueWebhook[];
+  loads: Map<string, TenantLoad>;
+  workers: number;
+  /** Where the next claim's scan starts (0: from the first webhook). */
+  nextWebhookCursor: number;
+}
+
+interface Visited {
+  webhook_id: number;
+  /** Null when the webhook is disabled. */
+  tenant: string | null;
+  due: number;
+  in_flight: number;
+}
+
+async function readDueWork(db: Queryable, options: ClaimOptions): Promise<DueWork> {
+  // The scan visits at most scanWebhooks webhooks with waiting rows, starting after the cursor and
+  // wrapping around once: the claim costs the same with 100 or 100 000 such webhooks, and
+  // successive claims walk round all of them.
+  const cursor = options.afterWebhook ?? 0;
+  const first = await visitWebhooks(db, options, cursor, Number.MAX_SAFE_INTEGER, options.scanWebhooks);
+  let visited = first;
+  let nextWebhookCursor = first.length === options.scanWebhooks ? first.at(-1)!.webhook_id : 0;
+  if (nextWebhookCursor === 0 && cursor > 0) {
+    const second = await visitWebhooks(db, options, 0, cursor, options.scanWebhooks - first.length);
+    visited = [...first, ...second];
+    if (second.length === options.scanWebhooks - first.length && second.length > 0) nextWebhookCursor = second.at(-1)!.webhook_id;
+  }
+  const webhooks = visited
+    .filter((row) => row.tenant !== null && row.due > 0)
+    .map((row) => ({ webhookId: row.webhook_id, tenant: row.tenant!, due: row.due, inFlight: row.in_flight }));
+
+  const leases = await db.query<{ tenant: string; leased_by: string; n: number }>(
+    `SELECT h.tenant_kind || ':' || h.tenant_id AS tenant, d.leased_by, count(*)::int AS n
+       FROM deliveries d JOIN webhooks h ON h.id = d.webhook_id
+      WHERE d.status = 'delivering' AND d.lease_expires_at > ${dbNow(1)}
+      GROUP BY 1, 2`,
+    [options.clockOffsetMs],
+  );
+  const loads = new Map<string, TenantLoad>();
+  const workers = new Set<string>([options.workerId]);
+  for (const row of leases.rows) {
+    const load = loads.get(row.tenant) ?? { total: 0, mine: 0 };
+    load.total += row.n;
+    if (row.leased_by === options.workerId) load.mine += row.n;
+    loads.set(row.tenant, load);
+    workers.add(row.leased_by);
+  }
+  return { webhooks, loads, workers: workers.size, nextWebhookCursor };
+}
+
+/**
+ * Up to `budget` webhooks with waiting rows and ids in (after, upTo], in id order. The recursive CTE
+ * is PostgreSQL's skip scan: each step is one probe of deliveries_pending_webhook_due for the next
+ * webhook id. Per webhook: its owner (scalar subqueries by primary key, so that the planner cannot
+ * turn them into a scan of all webhooks), its due rows counted up to the per-webhook limit only,
+ * and its live leases.
+ */
+async function visitWebhooks(db: Queryable, options: ClaimOptions, after: number, upTo: number, budget: number): Promise<Visited[]> {
+  if (budget <= 0) return [];
+  const { rows } = await db.query<Visited>(
+    `WITH RECURSIVE waiting(webhook_id, depth) AS (
+       (SELECT d.webhook_id, 1 FROM deliveries d
+         WHERE d.status = 'pending' AND d.webhook_id > $3 AND d.webhook_id <= $4 ORDER BY d.webhook_id LIMIT 1)
+       UNION ALL
+       SELECT (SELECT d.webhook_id FROM deliveries d
+                WHERE d.status = 'pending' AND d.webhook_id > w.webhook_id AND d.webhook_id <= $4 ORDER BY d.webhook_id LIMIT 1),
+              w.depth + 1
+         FROM waiting w WHERE w.webhook_id IS NOT NULL AND w.depth < $5
+     )
+     SELECT w.webhook_id,
+            (SELECT h.tenant_kind || ':' || h.tenant_id FROM webhooks h WHERE h.id = w.webhook_id AND h.active) AS tenant,
+            (SELECT count(*)::int FROM (
+               SELECT 1 FROM deliveries d WHERE d.webhook_id = w.webhook_id AND ${CLAIMABLE} LIMIT $2) s) AS due,
+            (SELECT count(*)::int FROM deliveries f
+              WHERE f.webhook_id = w.webhook_id AND f.status = 'delivering' AND f.lease_expires_at > ${dbNow(1)}) AS in_flight
+       FROM waiting w
+      WHERE w.webhook_id IS NOT NULL
+      ORDER BY w.webhook_id`,
+    [options.clockOffsetMs, options.perWebhookLimit, after, upTo, budget],
+  );
+  return rows;
+}
+
+async function takeRows(db: Queryable, options: ClaimOptions, quotas: Map<number, number>): Promise<ClaimedDelivery[]> {
   const { rows } = await db.query<ClaimedDelivery>(
-    `WITH room AS (
-       SELECT w.id AS webhook_id,
-              $5 - (SELECT count(*) FROM deliveries f
-                     WHERE f.webhook_id = w.id AND f.status = 'delivering' AND f.lease_expires_at > $1) AS free
-         FROM webhooks w
-        WHERE w.active
-          AND EXISTS (SELECT 1 FROM deliveries x
-                       WHERE x.webhook_id = w.id AND x.status IN ('pending', 'delivering') AND x.next_attempt_at <= $1)
-     ),
-     picked AS (
-       SELECT c.id
-         FROM room r
-        CROSS JOIN LATERAL (
-          SELECT d.id, d.next_attempt_at
-            FROM deliveries d
-           WHERE d.webhook_id = r.webhook_id
-             AND d.status IN ('pending', 'delivering')
-             AND d.next_attempt_at <= $1
-             AND (d.status = 'pending' OR d.lease_expires_at <= $1)
-             AND NOT EXISTS (
-                   SELECT 1 FROM deliveries earlier
-                    WHERE earlier.webhook_id = d.webhook_id
-                      AND earlier.entity_key = d.entity_key
-                      AND earlier.id < d.id
-                      AND earlier.status IN ('pending', 'delivering'))
-           ORDER BY d.next_attempt_at, d.id
-           LIMIT greatest(r.free, 0)
-        ) c
-        ORDER BY c.next_attempt_at, c.id
-        LIMIT $4
+    `WITH quota AS (
+       SELECT * FROM unnest($2::bigint[], $3::int[]) AS q(webhook_id, n)
      ),
      locked AS (
-       SELECT d.id
-         FROM deliveries d
-        WHERE d.id IN (SELECT id FROM picked)
-          AND d.next_attempt_at <= $1
-          AND (d.status = 'pending' OR (d.status = 'delivering' AND d.lease_expires_at <= $1))
-        FOR UPDATE SKIP LOCKED
+       SELECT c.id
+         FROM quota q
+        CROSS JOIN LATERAL (
+          SELECT d.id FROM deliveries d
+           WHERE d.webhook_id = q.webhook_id
+             AND ${CLAIMABLE}
+             -- Per-entity order: d is the first unfinished delivery of its (webhook, entity key).
+             -- A correlated min() rather than NOT EXISTS: the subplan is always parameterized by
+             -- both columns, so it is one probe of deliveries_unfinished_entity even when the
+             -- planner's statistics are stale (an anti join then read the webhook's whole backlog).
+             AND d.id = (SELECT min(x.id) FROM deliveries x
+                          WHERE x.webhook_id = d.webhook_id AND x.entity_key = d.entity_key
+                            AND x.status IN ('pending', 'delivering'))
+           ORDER BY d.next_attempt_at, d.id
+           LIMIT q.n
+           FOR UPDATE OF d SKIP LOCKED
+        ) c
      )
      UPDATE deliveries d
         SET status = 'delivering',
-            leased_by = $2,
-            lease_expires_at = $1::timestamptz + make_interval(secs => $3),
-            updated_at = $1
-       FROM locked, webhooks w, events e
-      WHERE d.id = locked.id AND w.id = d.webhook_id AND e.id = d.event_id
+            leased_by = $4,
+            lease_expires_at = ${dbNow(1)} + make_interval(secs => $5),
+            updated_at = ${dbNow(1)}
+       FROM webhooks w, events e
+      -- = ANY(ARRAY(…)) rather than a join to the CTE: the planner then looks the few rows up by
+      -- primary key instead of hashing the whole deliveries and events tables.
+      WHERE d.id = ANY(ARRAY(SELECT id FROM locked)) AND w.id = d.webhook_id AND e.id = d.event_id
      RETURNING d.id, d.message_id, d.webhook_id, d.attempts, w.callback_url, w.headers,
                w.secret_encrypted, w.previous_secret_encrypted, w.previous_secret_expires_at, e.body::text AS body`,
-    [options.now, options.workerId, options.leaseSeconds, options.limit, options.perWebhookLimit],
+    [options.clockOffsetMs, [...quotas.keys()], [...quotas.values()], options.workerId, options.leaseSeconds],
   );
   return rows.sort((a, b) => a.id - b.id);
 }
 
-export type AttemptOutcome =
-  | { kind: 'succeeded' }
-  | { kind: 'retry'; nextAttemptAt: Date }
-  | { kind: 'failed' }
-  /** The receiver answered 410 Gone: the delivery fails and the webhook is disabled. */
-  | { kind: 'gone' };
-
-export interface AttemptRecord {
-  deliveryId: number;
-  workerId: string;
-  startedAt: Date;
-  durationMs: number;
-  statusCode: number | null;
-  error: string | null;
-  responseBody: string | null;
-  /** The request headers as sent, secret-looking values masked (see sent-headers.ts). */
-  requestHeaders?: Record<string, string> | null;
-  outcome: AttemptOutcome;
-  now: Date;
-}
-
-/**
- * Records one attempt and moves the delivery on, in one statement that does nothing unless this
- * worker still holds the lease: a worker whose lease expired (another took the delivery) or whose
- * delivery was deleted with its webhook changes nothing. Returns whether it was recorded.
- */
-export async function completeAttempt(db: Queryable, record: AttemptRecord): Promise<boolean> {
-  const { outcome } = record;
-  const status = outcome.kind === 'retry' ? 'pending' : outcome.kind === 'succeeded' ? 'succeeded' : 'failed';
-  const nextAttemptAt = outcome.kind === 'retry' ? outcome.nextAttemptAt : null;
-  const { rows } = await db.query<{ id: number }>(
-    `WITH moved AS (
-       UPDATE deliveries
-          SET status = $3,
-              attempts = attempts + 1,
-              last_status_code = $4,
-              last_error = $5,
-              next_attempt_at = coalesce($6, next_attempt_at),
-              completed_at = CASE WHEN $3 = 'pending' THEN NULL ELSE $7::timestamptz END,
-              leased_by = NULL,
-              lease_expires_at = NULL,
-              updated_at = $7
-        WHERE id = $1 AND leased_by = $2 AND status = 'delivering'
-        RETURNING id, attempts
-     )
-     INSERT INTO delivery_attempts (delivery_id, attempt, started_at, duration_ms, status_code, error, response_body, request_headers)
-     SELECT id, attempts, $8, $9, $4, $5, $10, $11::jsonb FROM moved
-     RETURNING delivery_id AS id`,
-    [
-      record.deliveryId, record.workerId, status, record.statusCode, record.error, nextAttemptAt, record.now,
-      record.startedAt, record.durationMs, record.responseBody,
-      record.requestHeaders ? JSON.stringify(record.requestHeaders) : null,
-    ],
-  );
-  return rows.length > 0;
-}
-
 /** Gives this worker's remaining claims back (shutdown): due again at once for any worker. */
-export async function releaseClaims(db: Queryable, workerId: string, now: Date): Promise<number> {
+export async function releaseClaims(db: Queryable, workerId: string, clockOffsetMs: number): Promise<number> {
   const { rowCount } = await db.query(
-    `UPDATE deliveries SET status = 'pending', leased_by = NULL, lease_expires_at = NULL, updated_at = $2
+    `UPDATE deliveries SET status = 'pending', leased_by = NULL, lease_expires_at = NULL, updated_at = ${dbNow(2)}
       WHERE leased_by = $1 AND status = 'delivering'`,
-    [workerId, now],
+    [workerId, clockOffsetMs],
   );
   return rowCount;
 }

@@ -8,13 +8,16 @@ import type { Database } from '../db/database.js';
 import type { Keys } from '../keys.js';
 import { parseNetworks } from '../net/address-policy.js';
 import { decryptSecret, secretKeyBytes } from '../webhooks/secret-box.js';
-import { claimDueDeliveries, completeAttempt, type AttemptOutcome, type ClaimedDelivery } from './claim.js';
+import { claimDueDeliveries, type ClaimedDelivery } from './claim.js';
+import type { AttemptOutcome } from './complete.js';
+import { CompletionBatcher } from './completion-batcher.js';
+import { clockOffsetMs } from './database-clock.js';
 import type { Metrics } from './metrics.js';
 import { nextRetryDelay, parseRetryAfter, parseRetrySchedule } from './retry-schedule.js';
 import { sendNotification, type SendResult } from './sender.js';
 import { createGuardedAgent } from './ssrf-guard.js';
+import { createHostBudget, postponeClaim, type HostBudget } from './host-budget.js';
 import { recordedHeaders } from './sent-headers.js';
-import { disableGoneWebhook, noteWebhookFailure, noteWebhookSuccess } from './webhook-health.js';
 
 export interface DelivererDeps {
   config: Config;
@@ -33,13 +36,20 @@ export interface Deliverer {
   readonly workerId: string;
   readonly agent: Agent;
   readonly schedule: number[];
+  /** Bytes per destination host (DELIVERY_HOST_BYTES_PER_SECOND); undefined when turned off. */
+  readonly hostBudget: HostBudget | undefined;
+  readonly completions: CompletionBatcher;
+  /** Where the round-robin over tenants, and the scan over webhooks, resume at the next claim. */
+  lastTenant?: string;
+  webhookCursor: number;
   close(): Promise<void>;
 }
 
 export interface DeliveryResult {
   deliveryId: number;
   messageId: string;
-  outcome: AttemptOutcome['kind'];
+  /** `postponed`: the host was over its send budget; nothing was sent or counted as an attempt. */
+  outcome: AttemptOutcome['kind'] | 'postponed';
   send: SendResult;
   /** False when the lease was lost meanwhile (another worker took over, or the webhook was deleted). */
   recorded: boolean;
@@ -56,11 +66,21 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     connectTimeoutMs: config.DELIVERY_CONNECT_TIMEOUT_MS,
     responseTimeoutMs: config.DELIVERY_TIMEOUT_MS,
   });
+  const workerId = deps.workerId ?? newWorkerId();
+  const completions = new CompletionBatcher(
+    deps.db,
+    deps.clock,
+    { workerId, disableAfterDays: config.DELIVERY_DISABLE_AFTER_DAYS },
+    config.DELIVERY_COMPLETION_BATCH,
+  );
   return {
     deps,
-    workerId: deps.workerId ?? newWorkerId(),
+    workerId,
     agent,
     schedule: parseRetrySchedule(config.DELIVERY_RETRY_SCHEDULE),
+    hostBudget: createHostBudget(config),
+    completions,
+    webhookCursor: 0,
     close: () => agent.close(),
   };
 }
@@ -81,21 +101,36 @@ export async function deliverDue(deliverer: Deliverer, limit = deliverer.deps.co
   return Promise.all(claimed.map((delivery) => deliverClaimed(deliverer, delivery)));
 }
 
-export function claim(deliverer: Deliverer, limit: number): Promise<ClaimedDelivery[]> {
+export async function claim(deliverer: Deliverer, limit: number): Promise<ClaimedDelivery[]> {
   const { config, db, clock } = deliverer.deps;
-  return claimDueDeliveries(db, {
+  const { deliveries, lastTenant, nextWebhookCursor } = await claimDueDeliveries(db, {
     workerId: deliverer.workerId,
-    now: clock.now(),
+    clockOffsetMs: clockOffsetMs(clock),
     leaseSeconds: config.DELIVERY_LEASE_SECONDS,
     limit,
+    concurrency: config.DELIVERY_CONCURRENCY,
     perWebhookLimit: config.DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK,
+    tenantShare: config.DELIVERY_TENANT_SHARE,
+    afterTenant: deliverer.lastTenant,
+    scanWebhooks: config.DELIVERY_CLAIM_SCAN_WEBHOOKS,
+    afterWebhook: deliverer.webhookCursor,
   });
+  if (lastTenant !== undefined) deliverer.lastTenant = lastTenant;
+  deliverer.webhookCursor = nextWebhookCursor;
+  return deliveries;
 }
 
 /** Sends one claimed delivery and records the attempt; never throws for a receiver's failure. */
 export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDelivery, signal?: AbortSignal): Promise<DeliveryResult> {
-  const { config, db, clock, keys, metrics, logger } = deliverer.deps;
+  const { config, clock, keys, metrics, logger } = deliverer.deps;
   const startedAt = clock.now();
+  const wait = deliverer.hostBudget?.take(delivery.callback_url, Buffer.byteLength(delivery.body), startedAt.getTime()) ?? 0;
+  if (wait > 0) {
+    const recorded = await postponeClaim(deliverer.deps.db, delivery.id, deliverer.workerId, wait, clockOffsetMs(clock));
+    logger?.debug({ deliveryId: delivery.id, waitSeconds: wait }, 'destination host over its send budget; delivery postponed');
+    const send = { statusCode: null, error: null, responseBody: null, retryAfter: undefined, durationMs: 0, requestHeaders: null };
+    return { deliveryId: delivery.id, messageId: delivery.message_id, outcome: 'postponed', send, recorded };
+  }
   let send: SendResult;
   try {
     send = await sendNotification(
@@ -117,30 +152,21 @@ export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDeli
     send = { statusCode: null, error: 'internal error preparing the notification', responseBody: null, retryAfter: undefined, durationMs: 0, requestHeaders: null };
   }
 
+  if (send.detail) logger?.info({ deliveryId: delivery.id, webhookId: delivery.webhook_id, error: send.error, detail: send.detail }, 'delivery attempt got no answer');
   const now = clock.now();
   const outcome = decideOutcome(deliverer, delivery.attempts + 1, send, now);
-  let autoDisabled = false;
-  const recorded = await db.transaction(async (tx) => {
-    const done = await completeAttempt(tx, {
-      deliveryId: delivery.id,
-      workerId: deliverer.workerId,
-      startedAt,
-      durationMs: send.durationMs,
-      statusCode: send.statusCode,
-      error: send.error,
-      // PostgreSQL text cannot hold NUL; a receiver's answer is for reading, not byte-exact.
-      responseBody: send.responseBody?.replaceAll('\u0000', '\uFFFD') ?? null,
-      requestHeaders: recordedHeaders(send.requestHeaders),
-      outcome,
-      now,
-    });
-    if (!done) return false;
-    if (outcome.kind === 'succeeded') await noteWebhookSuccess(tx, delivery.webhook_id, now);
-    else if (outcome.kind === 'gone') autoDisabled = await disableGoneWebhook(tx, delivery.webhook_id, now);
-    else autoDisabled = await noteWebhookFailure(tx, delivery.webhook_id, now, config.DELIVERY_DISABLE_AFTER_DAYS);
-    return true;
+  const { recorded, webhookDisabled } = await deliverer.completions.complete({
+    deliveryId: delivery.id,
+    webhookId: delivery.webhook_id,
+    startedAt,
+    durationMs: send.durationMs,
+    statusCode: send.statusCode,
+    error: attemptError(send),
+    responseBody: send.responseBody,
+    requestHeaders: recordedHeaders(send.requestHeaders),
+    outcome,
   });
-  if (recorded) logAttempt(logger, delivery, send, outcome, autoDisabled);
+  if (recorded) logAttempt(logger, delivery, send, outcome, webhookDisabled, now);
 
   metrics?.deliveryAttempts.inc({ outcome: outcome.kind });
   metrics?.attemptDuration.observe({ outcome: outcome.kind }, send.durationMs / 1000);
@@ -149,14 +175,21 @@ export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDeli
   return { deliveryId: delivery.id, messageId: delivery.message_id, outcome: outcome.kind, send, recorded };
 }
 
+/** What last_error and the attempt's error say: the transport's reason, or the status that was not 2xx. */
+export function attemptError(send: Pick<SendResult, 'statusCode' | 'error'>): string | null {
+  if (send.error !== null) return send.error;
+  if (send.statusCode !== null && (send.statusCode < 200 || send.statusCode >= 300)) return `HTTP ${send.statusCode}`;
+  return null;
+}
+
 /**
  * Failures are what an operator looks for, so they log at the default level: a failed attempt at
  * info, a webhook the delivery disabled (410, or failing too long) at warn. Successes stay at debug.
  */
-function logAttempt(logger: FastifyBaseLogger | undefined, delivery: ClaimedDelivery, send: SendResult, outcome: AttemptOutcome, disabled: boolean): void {
+function logAttempt(logger: FastifyBaseLogger | undefined, delivery: ClaimedDelivery, send: SendResult, outcome: AttemptOutcome, disabled: boolean, now: Date): void {
   if (!logger || outcome.kind === 'succeeded') return;
   const fields = { deliveryId: delivery.id, webhookId: delivery.webhook_id, attempt: delivery.attempts + 1, status: send.statusCode, error: send.error, outcome: outcome.kind };
-  logger.info(outcome.kind === 'retry' ? { ...fields, nextAttemptAt: outcome.nextAttemptAt.toISOString() } : fields, 'delivery attempt failed');
+  logger.info(outcome.kind === 'retry' ? { ...fields, nextAttemptAt: new Date(now.getTime() + outcome.delayMs).toISOString() } : fields, 'delivery attempt failed');
   if (outcome.kind === 'gone' && disabled) logger.warn({ webhookId: delivery.webhook_id, deliveryId: delivery.id }, 'webhook disabled: the receiver answered 410 Gone');
   else if (disabled) logger.warn({ webhookId: delivery.webhook_id, deliveryId: delivery.id }, 'webhook disabled: deliveries kept failing');
 }
@@ -177,5 +210,5 @@ export function decideOutcome(deliverer: Pick<Deliverer, 'deps' | 'schedule'>, a
     const asked = parseRetryAfter(send.retryAfter, now, config.DELIVERY_RETRY_AFTER_MAX_SECONDS);
     if (asked !== undefined) delay = asked;
   }
-  return { kind: 'retry', nextAttemptAt: new Date(now.getTime() + delay) };
+  return { kind: 'retry', delayMs: delay };
 }

@@ -1,10 +1,16 @@
 import type { Queryable } from '../db/database.js';
+import { dbNow } from './database-clock.js';
 import { deliveryConditions, type DeliveryMatch } from './delivery-filter.js';
 
 /** The channel the delivery workers LISTEN on; a notification means "due work may exist". */
 export const DELIVERY_CHANNEL = 'plaza_deliveries';
 
-export const DELIVERY_STATUSES = ['pending', 'delivering', 'succeeded', 'failed', 'cancelled', 'held'] as const;
+/**
+ * pending: waiting for its (next) attempt; delivering: a worker holds its lease; succeeded; failed:
+ * retries exhausted or 410 Gone; held: recorded while its webhook is paused. A webhook's deletion
+ * deletes its deliveries: there is no "cancelled" state.
+ */
+export const DELIVERY_STATUSES = ['pending', 'delivering', 'succeeded', 'failed', 'held'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 /** Wakes the workers; inside a transaction the notification leaves only on commit. */
@@ -118,23 +124,25 @@ export async function listAttempts(db: Queryable, deliveryId: number): Promise<D
 }
 
 // Requeueing keeps `attempts` (attempt numbers keep counting in the history) and clears the
-// lease and completion: the worker treats the delivery as due now.
-const REQUEUE = `status = 'pending', next_attempt_at = $NOW, updated_at = $NOW, completed_at = NULL, leased_by = NULL, lease_expires_at = NULL`;
+// lease and completion: the worker treats the delivery as due now (the database's now, which due
+// times are compared with; clockOffsetMs as in database-clock.ts).
+const requeue = (offsetParameter: number) =>
+  `status = 'pending', next_attempt_at = ${dbNow(offsetParameter)}, updated_at = ${dbNow(offsetParameter)}, completed_at = NULL, leased_by = NULL, lease_expires_at = NULL`;
 
 export type RetryOutcome = 'queued' | 'not_found' | 'delivering';
 
 /** Sends a delivery again now, unless a worker is sending it at this moment; one statement. */
-export async function requeueDelivery(db: Queryable, webhookId: number, deliveryId: number, now: Date): Promise<RetryOutcome> {
+export async function requeueDelivery(db: Queryable, webhookId: number, deliveryId: number, clockOffsetMs: number): Promise<RetryOutcome> {
   const { rows } = await db.query<{ status: DeliveryStatus; requeued: boolean }>(
     `WITH target AS (
        SELECT id, status FROM deliveries WHERE id = $2 AND webhook_id = $1 FOR UPDATE
      ), requeued AS (
-       UPDATE deliveries d SET ${REQUEUE.replaceAll('$NOW', '$3')}
+       UPDATE deliveries d SET ${requeue(3)}
          FROM target t WHERE d.id = t.id AND t.status <> 'delivering'
        RETURNING d.id
      )
      SELECT t.status, EXISTS (SELECT 1 FROM requeued) AS requeued FROM target t`,
-    [webhookId, deliveryId, now],
+    [webhookId, deliveryId, clockOffsetMs],
   );
   const row = rows[0];
   if (!row) return 'not_found';

@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { FeatureDeps } from '../deps.js';
 import { authenticate, principalOf } from '../auth/authenticate.js';
 import { AppError, invalidField, notFound } from '../http/errors.js';
-import { problemResponses } from '../http/openapi.js';
+import { problemResponses, responseHeaders } from '../http/openapi.js';
 import { loadWebhookForPrincipal } from '../webhooks/webhook-access.js';
 import { findDelivery, findEventDeliveries, listAttempts, listDeliveries } from './deliveries.repository.js';
 import { replayDeliveries, retryDelivery } from './replay.js';
@@ -39,12 +39,13 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
     {
       onRequest: auth,
       schema: {
+        operationId: 'listDeliveries',
         tags: ['deliveries'],
         summary: 'List a webhook\'s deliveries, newest first',
         security: [{ bearerAuth: [] }],
         params: WebhookParams,
         querystring: ListQuery,
-        response: { 200: DeliveryPage, ...problemResponses(400, 401, 404, 409) },
+        response: { 200: responseHeaders(DeliveryPage, 'Link'), ...problemResponses(400, 401, 404, 409) },
       },
     },
     async (request, reply) => {
@@ -77,6 +78,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
     {
       onRequest: auth,
       schema: {
+        operationId: 'getDelivery',
         tags: ['deliveries'],
         summary: 'One delivery with each of its attempts',
         security: [{ bearerAuth: [] }],
@@ -99,15 +101,17 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
     {
       onRequest: auth,
       schema: {
+        operationId: 'retryDelivery',
         tags: ['deliveries'],
         summary: 'Send a delivery again now',
         description: 'Allowed in every status but `delivering` (409). The delivery becomes pending and due now; its webhook-id stays the same.',
         security: [{ bearerAuth: [] }],
         params: DeliveryParams,
-        response: { 202: DeliveryItem, ...problemResponses(400, 401, 404, 409) },
+        response: { 202: DeliveryItem, ...problemResponses(400, 401, 404, 409, 429) },
       },
     },
     async (request, reply) => {
+      deps.tenantRateLimits.take(principalOf(request), 'retry');
       const webhook = await webhookOf(request, request.params);
       const outcome = await retryDelivery(db, webhook.id, request.params.id, clock.now());
       if (outcome === 'not_found') throw notFound(DELIVERY_NOT_FOUND);
@@ -123,16 +127,18 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
     {
       onRequest: auth,
       schema: {
+        operationId: 'replayDeliveries',
         tags: ['deliveries'],
         summary: 'Replay the deliveries that match a filter',
         description: `Sends again the webhook's finished deliveries that match every given filter: \`status\` (default failed), a time window \`since\`–\`until\` on creation (at most DELIVERY_REPLAY_MAX_DAYS, default 14, days back; that is also the default start), \`topic\`, \`entity_id\`, \`event_id\`. \`dry_run: true\` answers the count (200) and sends nothing. Replayed deliveries keep their webhook-id and are paced: DELIVERY_REPLAY_RATE_PER_SECOND become due per second, oldest first. More than DELIVERY_REPLAY_MAX_DELIVERIES matches are refused (400).`,
         security: [{ bearerAuth: [] }],
         params: WebhookParams,
         body: ReplayBody,
-        response: { 200: ReplayResult, 202: ReplayResult, ...problemResponses(400, 401, 404, 409) },
+        response: { 200: ReplayResult, 202: ReplayResult, ...problemResponses(400, 401, 404, 409, 429) },
       },
     },
     async (request, reply) => {
+      deps.tenantRateLimits.take(principalOf(request), 'replay');
       const webhook = await webhookOf(request, request.params);
       const now = clock.now();
       const { body } = request;

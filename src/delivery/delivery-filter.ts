@@ -19,7 +19,7 @@ export interface DeliveryMatch {
 /**
  * The WHERE conditions of a match over `deliveries d JOIN events e`, appending the values to
  * `params` (positional parameters). Only conditions that are asked for are written, so that the
- * planner sees plain predicates it can use indexes for (webhook_id + created_at, + entity_key).
+ * planner sees plain predicates it can use indexes for (webhook_id + created_at).
  */
 export function deliveryConditions(match: DeliveryMatch, params: unknown[]): string[] {
   const add = (value: unknown) => `$${params.push(value)}`;
@@ -28,7 +28,8 @@ export function deliveryConditions(match: DeliveryMatch, params: unknown[]): str
   if (match.since) conditions.push(`d.created_at >= ${add(match.since)}`);
   if (match.until) conditions.push(`d.created_at < ${add(match.until)}`);
   if (match.eventId !== undefined) conditions.push(`e.event_id = ${add(match.eventId)}`);
-  if (match.entityId !== undefined) conditions.push(`d.entity_key = ${add(match.entityId)}`);
+  // The event's entity id: a delivery's entity_key is its ordering key, marketplace:seller:entity.
+  if (match.entityId !== undefined) conditions.push(`e.entity_id = ${add(match.entityId)}`);
   if (match.topic !== undefined) conditions.push(`e.topic = ${add(match.topic)}`);
   return conditions;
 }

@@ -71,6 +71,11 @@ export class Receiver {
     this.queue.push((_request, response) => this.hanging.add(response));
   }
 
+  /** From now on no request gets an answer until close() (a receiver that holds every request). */
+  hangAll(): void {
+    this.fallback = (_request, response) => this.hanging.add(response);
+  }
+
   /** Resolves once `count` requests have arrived in total. */
   waitFor(count: number): Promise<void> {
     if (this.requests.length >= count) return Promise.resolve();
@@ -96,7 +101,11 @@ let sequence = 0;
 export async function seedWebhook(
   db: Queryable,
   keys: Keys,
-  options: { callbackUrl: string; marketplaceCode?: string; headers?: Record<string, string>; previousSecret?: string; previousExpiresAt?: Date; code?: string },
+  options: {
+    callbackUrl: string; marketplaceCode?: string; headers?: Record<string, string>; previousSecret?: string; previousExpiresAt?: Date; code?: string;
+    /** The owner (default: the admins) and topic (default publication/update). */
+    tenantKind?: 'admin' | 'seller' | 'marketplace'; tenantId?: string; topic?: string;
+  },
 ): Promise<SeededWebhook> {
   const marketplaceCode = options.marketplaceCode ?? 'mkt';
   await seedMarketplace(db, marketplaceCode);
@@ -105,10 +114,11 @@ export async function seedWebhook(
   const { rows } = await db.query<{ id: number }>(
     `INSERT INTO webhooks (tenant_kind, tenant_id, marketplace_code, code, name, topic, callback_url, headers,
                            secret_encrypted, previous_secret_encrypted, previous_secret_expires_at)
-     VALUES ('admin', '*', $1, $2, 'test', 'publication/update', $3, $4::jsonb, $5, $6, $7) RETURNING id`,
+     VALUES ($8, $9, $1, $2, 'test', $10, $3, $4::jsonb, $5, $6, $7) RETURNING id`,
     [
       marketplaceCode, code, options.callbackUrl, JSON.stringify(options.headers ?? {}), encryptSecret(keys.webhookSecretsKey, secret),
       options.previousSecret ? encryptSecret(keys.webhookSecretsKey, options.previousSecret) : null, options.previousExpiresAt ?? null,
+      options.tenantKind ?? 'admin', options.tenantId ?? '*', options.topic ?? 'publication/update',
     ],
   );
   return { id: rows[0]!.id, secret, code, marketplaceCode };

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { completeAttempt } from './claim.js';
+import { completeAttempts } from './complete.js';
+import { clockOffsetMs } from './database-clock.js';
 import { claim, createDeliverer, deliverDue, type Deliverer } from './deliver.js';
 import { attemptRows, deliveryRow, Receiver, seedDelivery, seedWebhook } from './delivery-test-kit.js';
 import { pruneExpired } from './maintenance.js';
@@ -50,16 +51,16 @@ describe('delivery maintenance and edge cases', () => {
     assert.deepEqual(rows.map((row) => row.active), [false, true]);
   });
 
-  test('deleting a webhook cancels its deliveries; a send in flight then changes nothing', async () => {
+  test('deleting a webhook deletes its deliveries; a send in flight then changes nothing', async () => {
     const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
     const inFlight = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
     await claim(deliverer, 10);
     await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
     await ctx.db.query(`DELETE FROM webhooks WHERE id = $1`, [webhook.id]);
     assert.equal((await ctx.db.query(`SELECT 1 FROM deliveries WHERE webhook_id = $1`, [webhook.id])).rowCount, 0);
-    const recorded = await completeAttempt(ctx.db, {
-      deliveryId: inFlight.id, workerId: 'maint', startedAt: ctx.clock.now(), durationMs: 1, statusCode: 200, error: null, responseBody: null, outcome: { kind: 'succeeded' }, now: ctx.clock.now(),
-    });
+    const recorded = (await completeAttempts(ctx.db, [
+        { deliveryId: inFlight.id, webhookId: webhook.id, startedAt: ctx.clock.now(), durationMs: 1, statusCode: 200, error: null, responseBody: null, outcome: { kind: 'succeeded' } },
+      ], { workerId: 'maint', clockOffsetMs: clockOffsetMs(ctx.clock), disableAfterDays: 5 })).recorded.has(inFlight.id);
     assert.equal(recorded, false);
   });
 

@@ -12,7 +12,7 @@ export async function pruneExpired(db: Queryable, now: Date, retentionDays: numb
   const deliveries = await deleteInBatches(
     db,
     `DELETE FROM deliveries WHERE id IN (
-       SELECT id FROM deliveries WHERE status IN ('succeeded', 'failed', 'cancelled') AND coalesce(completed_at, updated_at) < $1 LIMIT ${BATCH})`,
+       SELECT id FROM deliveries WHERE status IN ('succeeded', 'failed') AND coalesce(completed_at, updated_at) < $1 LIMIT ${BATCH})`,
     cutoff,
   );
   // A paused webhook's held deliveries are kept no longer than finished ones: a pause is not a queue forever.

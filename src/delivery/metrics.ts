@@ -15,9 +15,13 @@ export interface Metrics {
   httpDuration: Histogram<'method' | 'route' | 'status_code'>;
 }
 
+/** Label values known in advance are created at 0, so that rate() and absent() work from the first scrape. */
+const ATTEMPT_OUTCOMES = ['succeeded', 'retry', 'failed', 'gone'] as const;
+const FINAL_OUTCOMES = ['succeeded', 'failed'] as const;
+
 export function createMetrics(): Metrics {
   const registry = new Registry();
-  return {
+  const metrics: Metrics = {
     registry,
     deliveryAttempts: new Counter({
       name: 'plaza_delivery_attempts_total',
@@ -46,4 +50,10 @@ export function createMetrics(): Metrics {
       registers: [registry],
     }),
   };
+  for (const outcome of ATTEMPT_OUTCOMES) {
+    metrics.deliveryAttempts.inc({ outcome }, 0);
+    metrics.attemptDuration.zero({ outcome });
+  }
+  for (const outcome of FINAL_OUTCOMES) metrics.deliveriesCompleted.inc({ outcome }, 0);
+  return metrics;
 }

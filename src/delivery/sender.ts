@@ -1,17 +1,12 @@
 import type { Dispatcher } from 'undici';
 import { request } from 'undici';
 import { packageVersion } from '../paths.js';
+import { isReservedHeader } from '../webhooks/reserved-headers.js';
 import { signatureHeader } from './signature.js';
 
 export const RESPONSE_BODY_LIMIT = 4096;
 
 export const USER_AGENT = `Plaza/${packageVersion}`;
-
-/** Headers a webhook's own headers may not set: the transport's and the signature's own. */
-const RESERVED_HEADERS = new Set([
-  'host', 'content-length', 'content-type', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'expect', 'te', 'trailer',
-  'user-agent', 'webhook-id', 'webhook-timestamp', 'webhook-signature', 'proxy-authorization', 'proxy-connection',
-]);
 
 export interface Notification {
   url: string;
@@ -26,8 +21,10 @@ export interface Notification {
 export interface SendResult {
   /** The HTTP status, when the receiver answered. */
   statusCode: number | null;
-  /** Why no status (timeout, refused address, connection error). */
+  /** Why no status (timeout, destination_blocked, dns_failure, connection error): shown to the tenant. */
   error: string | null;
+  /** The full cause when there is no status, for the server log only: it may name internal addresses. */
+  detail?: string;
   /** The first RESPONSE_BODY_LIMIT bytes of the answer, as text. */
   responseBody: string | null;
   retryAfter: string | undefined;
@@ -40,7 +37,7 @@ export function notificationHeaders(notification: Notification): Record<string, 
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(notification.headers)) {
     const lower = name.toLowerCase();
-    if (!RESERVED_HEADERS.has(lower)) headers[lower] = value;
+    if (!isReservedHeader(lower)) headers[lower] = value;
   }
   headers['content-type'] = 'application/json';
   headers['user-agent'] = USER_AGENT;
@@ -70,8 +67,17 @@ export async function sendNotification(dispatcher: Dispatcher, notification: Not
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return failure(`unsupported URL scheme ${url.protocol}`);
 
-  const timeout = AbortSignal.timeout(timeoutMs);
-  const abort = signal ? AbortSignal.any([timeout, signal]) : timeout;
+  // One controller and one timer per send: AbortSignal.timeout + AbortSignal.any allocate more and,
+  // on Node 20, keep every combined signal alive as long as the long-lived shutdown signal is (the
+  // worker's memory grew with each delivery).
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, timeoutMs);
+  const onShutdown = () => controller.abort();
+  signal?.addEventListener('abort', onShutdown, { once: true });
   requestHeaders = notificationHeaders(notification);
   try {
     const response = await request(url, {
@@ -79,7 +85,7 @@ export async function sendNotification(dispatcher: Dispatcher, notification: Not
       method: 'POST',
       headers: requestHeaders,
       body: notification.body,
-      signal: abort,
+      signal: controller.signal,
     });
     const responseBody = await readPrefix(response.body, RESPONSE_BODY_LIMIT);
     const retryAfter = response.headers['retry-after'];
@@ -92,9 +98,12 @@ export async function sendNotification(dispatcher: Dispatcher, notification: Not
       requestHeaders,
     };
   } catch (error) {
-    if (timeout.aborted) return failure(`timeout after ${timeoutMs} ms`);
+    if (timedOut) return failure(`timeout after ${timeoutMs} ms`);
     if (signal?.aborted) return failure('aborted: worker shutting down');
-    return failure(describeError(error));
+    return { ...failure(describeError(error)), detail: error instanceof Error ? error.message : String(error) };
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener('abort', onShutdown);
   }
 }
 
@@ -111,11 +120,16 @@ async function readPrefix(body: Dispatcher.ResponseData['body'], limit: number):
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/** A short, safe reason: our own errors as they are, network errors by code. */
+/**
+ * A short reason a tenant may read. The SSRF guard's refusals become bare codes: their messages
+ * name the addresses a host resolved to and their ranges, which would map the internal network
+ * for anyone who can set a callback URL. The message goes to the server log (SendResult.detail).
+ */
 function describeError(error: unknown): string {
   if (!(error instanceof Error)) return 'request failed';
   const code = (error as NodeJS.ErrnoException).code;
-  if (code === 'PLAZA_BLOCKED_ADDRESS' || code === 'PLAZA_DNS_FAILED') return error.message;
+  if (code === 'PLAZA_BLOCKED_ADDRESS') return 'destination_blocked';
+  if (code === 'PLAZA_DNS_FAILED') return 'dns_failure';
   if (code === 'UND_ERR_CONNECT_TIMEOUT') return 'connect timeout';
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return 'timeout waiting for the response';
   if (code === 'UND_ERR_SOCKET') return 'connection closed by the receiver';

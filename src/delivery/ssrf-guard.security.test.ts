@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { parseNetworks } from '../net/address-policy.js';
+import { accessTokenFor, bearer, seedUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { createDeliverer, deliverDue } from './deliver.js';
 import { deliveryRow, Receiver, seedDelivery, seedWebhook, attemptRows } from './delivery-test-kit.js';
@@ -42,10 +43,11 @@ describe('SSRF guard at connect time', () => {
   after(() => agent.close());
 
   for (const [url, reason] of REFUSED) {
-    test(`refuses ${url}`, async () => {
+    test(`refuses ${url}, telling the tenant only destination_blocked`, async () => {
       const result = await sendNotification(agent, notification(url), 3000);
       assert.equal(result.statusCode, null);
-      assert.match(result.error ?? '', reason);
+      assert.equal(result.error, 'destination_blocked');
+      assert.match(result.detail ?? '', reason);
     });
   }
 
@@ -54,7 +56,20 @@ describe('SSRF guard at connect time', () => {
     assert.equal(await vetHost('public.example', [], async () => ['93.184.216.34']), '93.184.216.34');
   });
 
-  test('a name that does not resolve is a clear failure', async () => {
+  test('a name that does not resolve is dns_failure for the tenant, the resolver error in the detail', async () => {
+    const failing = createGuardedAgent({ allowed: [], connectTimeoutMs: 1000, responseTimeoutMs: 1000, resolve: async () => {
+      throw Object.assign(new Error('x'), { code: 'ENOTFOUND' });
+    } });
+    try {
+      const result = await sendNotification(failing, notification('http://db.internal.corp/'), 2000);
+      assert.equal(result.error, 'dns_failure');
+      assert.match(result.detail ?? '', /cannot resolve db\.internal\.corp: ENOTFOUND/);
+    } finally {
+      await failing.close();
+    }
+  });
+
+  test('vetHost names the resolver failure (for the log)', async () => {
     await assert.rejects(vetHost('nope.invalid', [], async () => {
       throw Object.assign(new Error('x'), { code: 'ENOTFOUND' });
     }), /cannot resolve nope\.invalid: ENOTFOUND/);
@@ -104,7 +119,7 @@ describe('SSRF guard in the worker', () => {
   });
   after(() => ctx.close());
 
-  test('a refused address is recorded as a failed attempt with the reason, and retried', async () => {
+  test('a refused address is recorded as a failed attempt with a generic code, and retried', async () => {
     const receiver = await Receiver.start();
     const deliverer = createDeliverer(ctx);
     try {
@@ -114,8 +129,13 @@ describe('SSRF guard in the worker', () => {
       assert.equal(result!.outcome, 'retry');
       assert.equal(receiver.requests.length, 0);
       const row = await deliveryRow(ctx.db, delivery.id);
-      assert.equal(row.last_error, 'blocked address 127.0.0.1 (loopback)');
-      assert.equal((await attemptRows(ctx.db, delivery.id))[0]!.error, 'blocked address 127.0.0.1 (loopback)');
+      assert.equal(row.last_error, 'destination_blocked');
+      assert.equal((await attemptRows(ctx.db, delivery.id))[0]!.error, 'destination_blocked');
+      // What the tenant reads through the API says no more.
+      const listed = await ctx.app.inject({ url: `/v1/${webhook.marketplaceCode}/webhooks/${webhook.code}/deliveries/${delivery.id}`, headers: bearer(await accessTokenFor(ctx, await seedUser(ctx.db, { role: 'admin' }))) });
+      assert.equal(listed.statusCode, 200);
+      assert.doesNotMatch(listed.body, /127\.0\.0\.1|loopback/);
+      assert.match(listed.body, /destination_blocked/);
     } finally {
       await deliverer.close();
       await receiver.close();

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyBaseLogger } from 'fastify';
 import { Type, type Static } from 'typebox';
 import type { Dispatcher } from 'undici';
 import type { WebhookRow } from '../webhooks/webhook-access.js';
@@ -8,7 +9,7 @@ import { authenticate, principalOf } from '../auth/authenticate.js';
 import { problemResponses } from '../http/openapi.js';
 import { parseNetworks } from '../net/address-policy.js';
 import { loadWebhookForPrincipal } from '../webhooks/webhook-access.js';
-import { signingKeys } from './deliver.js';
+import { attemptError, signingKeys } from './deliver.js';
 import { WebhookParams } from '../http/path-params.js';
 import { sendNotification } from './sender.js';
 import { createGuardedAgent } from './ssrf-guard.js';
@@ -17,7 +18,9 @@ import { createGuardedAgent } from './ssrf-guard.js';
 const TestResult = Type.Object({
   success: Type.Boolean({ description: 'The receiver answered 2xx within the timeout.' }),
   status_code: Type.Union([Type.Integer(), Type.Null()], { description: 'The HTTP status the receiver answered, or null.' }),
-  error: Type.Union([Type.String(), Type.Null()], { description: 'Why there is no 2xx: timeout, refused address, connection error, or the status.' }),
+  error: Type.Union([Type.String(), Type.Null()], {
+    description: 'Why there is no 2xx: `HTTP <status>`, a timeout, `destination_blocked` (the address is not allowed), `dns_failure`, or a connection error.',
+  }),
   duration_ms: Type.Integer(),
 });
 
@@ -41,18 +44,20 @@ export const testNotificationRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = as
     {
       onRequest: authenticate(deps),
       schema: {
+        operationId: 'testWebhook',
         tags: ['webhooks'],
         summary: 'Send a signed test notification now',
         description: 'The body is `{"type":"webhook.test", marketplace_code, webhook_code, topic, sent_at}`, signed like every notification. The answer reports the outcome; nothing is stored.',
         security: [{ bearerAuth: [] }],
         params: WebhookParams,
-        response: { 200: TestResult, ...problemResponses(400, 401, 404, 409) },
+        response: { 200: TestResult, ...problemResponses(400, 401, 404, 409, 429) },
       },
     },
     async (request) => {
+      deps.tenantRateLimits.take(principalOf(request), 'test');
       const { marketplace_code: marketplaceCode, code } = request.params;
       const webhook = await loadWebhookForPrincipal(db, principalOf(request), marketplaceCode, code);
-      return sendTestNotification(deps, agent, webhook);
+      return sendTestNotification(deps, agent, webhook, request.log);
     },
   );
 };
@@ -60,7 +65,12 @@ export const testNotificationRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = as
 export type TestResult = Static<typeof TestResult>;
 
 /** One signed test notification to the webhook's receiver, now; its outcome (nothing is stored). */
-export async function sendTestNotification({ config, keys, clock }: Pick<FeatureDeps, 'config' | 'keys' | 'clock'>, agent: Dispatcher, webhook: WebhookRow): Promise<TestResult> {
+export async function sendTestNotification(
+  { config, keys, clock }: Pick<FeatureDeps, 'config' | 'keys' | 'clock'>,
+  agent: Dispatcher,
+  webhook: WebhookRow,
+  log?: FastifyBaseLogger,
+): Promise<TestResult> {
   const now = clock.now();
   const body = JSON.stringify({ type: 'webhook.test', marketplace_code: webhook.marketplace_code, webhook_code: webhook.code, topic: webhook.topic, sent_at: now.toISOString() });
   const result = await sendNotification(
@@ -75,11 +85,13 @@ export async function sendTestNotification({ config, keys, clock }: Pick<Feature
     },
     config.DELIVERY_TIMEOUT_MS,
   );
+  // The full cause (which address, which range) is for the log only; the caller gets the code.
+  if (result.detail) log?.info({ webhookCode: webhook.code, error: result.error, detail: result.detail }, 'test notification got no answer');
   const success = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
   return {
     success,
     status_code: result.statusCode,
-    error: success ? null : (result.error ?? `the receiver answered ${result.statusCode}`),
+    error: success ? null : attemptError(result),
     duration_ms: result.durationMs,
   };
 }

@@ -46,6 +46,7 @@ describe('a worker killed mid-delivery', () => {
         DELIVERY_POLL_INTERVAL_MS: '250',
         DELIVERY_RETRY_SCHEDULE: '1s,1s,1s',
         LOG_LEVEL: 'silent',
+        METRICS_PORT: '0',
       },
       stdio: 'ignore',
     });

@@ -3,7 +3,8 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { newWebhookSecret } from '../webhooks/secret-box.js';
-import { completeAttempt } from './claim.js';
+import { completeAttempts } from './complete.js';
+import { clockOffsetMs } from './database-clock.js';
 import { claim, createDeliverer, deliverDue, type Deliverer } from './deliver.js';
 import { attemptRows, deliveryRow, Receiver, seedDelivery, seedWebhook } from './delivery-test-kit.js';
 import { USER_AGENT } from './sender.js';
@@ -166,7 +167,7 @@ describe('delivery worker: sending, signing, retries', () => {
     assert.equal((await deliveryRow(ctx.db, delivery.id)).status, 'failed');
     const state = await ctx.db.query<{ active: boolean; disabled_reason: string; disabled_at: Date }>(`SELECT active, disabled_reason, disabled_at FROM webhooks WHERE id = $1`, [webhook.id]);
     assert.equal(state.rows[0]!.active, false);
-    assert.match(state.rows[0]!.disabled_reason, /410/);
+    assert.equal(state.rows[0]!.disabled_reason, 'receiver_gone');
     assert.ok(state.rows[0]!.disabled_at);
     // Nothing more goes to a disabled webhook; its deliveries wait for a re-enable.
     assert.equal((await deliverDue(deliverer)).length, 0);
@@ -268,9 +269,9 @@ describe('delivery worker: sending, signing, retries', () => {
       assert.deepEqual(retaken.map((row) => [row.id, row.message_id]), [[delivery.id, delivery.messageId]]);
       assert.equal((await deliveryRow(ctx.db, delivery.id)).leased_by, 'worker-b');
 
-      const late = await completeAttempt(ctx.db, {
-        deliveryId: delivery.id, workerId: 'worker-a', startedAt: ctx.clock.now(), durationMs: 1, statusCode: 200, error: null, responseBody: null, outcome: { kind: 'succeeded' }, now: ctx.clock.now(),
-      });
+      const late = (await completeAttempts(ctx.db, [
+        { deliveryId: delivery.id, webhookId: webhook.id, startedAt: ctx.clock.now(), durationMs: 1, statusCode: 200, error: null, responseBody: null, outcome: { kind: 'succeeded' } },
+      ], { workerId: 'worker-a', clockOffsetMs: clockOffsetMs(ctx.clock), disableAfterDays: 5 })).recorded.has(delivery.id);
       assert.equal(late, false);
       assert.equal((await deliveryRow(ctx.db, delivery.id)).status, 'delivering');
       assert.equal((await attemptRows(ctx.db, delivery.id)).length, 0);
@@ -312,7 +313,7 @@ describe('delivery worker: sending, signing, retries', () => {
     await resultFor(later.id);
     const disabled = await ctx.db.query<{ active: boolean; disabled_reason: string }>(`SELECT active, disabled_reason FROM webhooks WHERE id = $1`, [webhook.id]);
     assert.equal(disabled.rows[0]!.active, false);
-    assert.match(disabled.rows[0]!.disabled_reason, /5 days/);
+    assert.equal(disabled.rows[0]!.disabled_reason, 'failing_too_long');
     state = await ctx.db.query(`SELECT active, failing_since FROM webhooks WHERE id = $1`, [webhook.id]);
     assert.equal(state.rows[0]!.active, false);
   });

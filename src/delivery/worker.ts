@@ -4,6 +4,8 @@ import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { Keys } from '../keys.js';
 import { releaseClaims } from './claim.js';
+import { clockOffsetMs, dbNow } from './database-clock.js';
+import { DELIVERY_CHANNEL } from './deliveries.repository.js';
 import { claim, createDeliverer, deliverClaimed, type Deliverer } from './deliver.js';
 import { pruneAuthRecords } from '../auth/auth-maintenance.js';
 import { pruneExpired } from './maintenance.js';
@@ -26,9 +28,6 @@ export interface DeliveryWorker {
   /** Finishes in-flight sends (bounded by SHUTDOWN_TIMEOUT_MS) and releases the remaining claims. */
   stop(): Promise<void>;
 }
-
-/** The channel the intake notifies in the transaction that creates deliveries. */
-export const DELIVERY_CHANNEL = 'plaza_deliveries';
 
 const MAINTENANCE_INTERVAL_MS = 15 * 60_000;
 
@@ -121,15 +120,16 @@ class WorkerLoop {
   /** Sleeps until the earliest scheduled attempt rather than a whole poll interval. */
   private async scheduleNextDue(): Promise<void> {
     const { db, clock, config } = this.deps;
-    const { rows } = await db.query<{ next: Date | null }>(
-      `SELECT min(next_attempt_at) AS next FROM deliveries WHERE status = 'pending' AND next_attempt_at > $1`,
-      [clock.now()],
+    // The wait is computed by the database, whose clock sets the due times.
+    const { rows } = await db.query<{ wait_ms: number | null }>(
+      `SELECT extract(epoch FROM min(next_attempt_at) - ${dbNow(1)}) * 1000 AS wait_ms
+         FROM deliveries WHERE status = 'pending' AND next_attempt_at > ${dbNow(1)}`,
+      [clockOffsetMs(clock)],
     );
-    const next = rows[0]?.next;
+    const wait = rows[0]?.wait_ms;
     clearTimeout(this.dueTimer);
-    if (!next || this.stopping) return;
-    const wait = new Date(next).getTime() - clock.now().getTime();
-    if (wait < config.DELIVERY_POLL_INTERVAL_MS) this.dueTimer = setTimeout(() => this.wake(), Math.max(wait, 0) + 5);
+    if (wait === null || wait === undefined || this.stopping) return;
+    if (wait < config.DELIVERY_POLL_INTERVAL_MS) this.dueTimer = setTimeout(() => this.wake(), Math.max(Number(wait), 0) + 5);
   }
 
   private async maintain(): Promise<void> {
@@ -167,7 +167,8 @@ class WorkerLoop {
     clearTimeout(timer);
     // Claims still held go back first; a send still running then finds its lease gone and changes nothing.
     try {
-      const released = await releaseClaims(db, this.deliverer.workerId, clock.now());
+      await this.deliverer.completions.idle();
+      const released = await releaseClaims(db, this.deliverer.workerId, clockOffsetMs(clock));
       logger.info({ workerId: this.deliverer.workerId, released }, 'delivery worker stopped');
     } catch (error) {
       logger.warn({ err: error }, 'releasing claims failed; they return after the lease');

@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/access-tokens.js';
 import type { Clock } from '../clock.js';
 import type { Database } from '../db/database.js';
+import { clockOffsetMs } from '../delivery/database-clock.js';
 import { notifyDeliveryWorkers } from '../delivery/deliveries.repository.js';
 import { AppError } from '../http/errors.js';
 import { buildNotification, matchingTopics } from './envelope.js';
@@ -27,24 +28,39 @@ export function requestHash(event: EventBody): string {
   return createHash('sha256').update(canonicalJson(rest)).digest('base64url');
 }
 
-/** The caller may send events for this seller: an admin for any, a seller user for its own. */
+/**
+ * The caller may send events for this seller: an admin for any, a seller for its own, and a
+ * marketplace for any seller connected to it. The marketplace in the path is already checked to be
+ * the caller's (assertMarketplaceAccess) and the seller to be connected to it (validateEvent).
+ */
 export function assertMaySendFor(principal: Principal, sellerId: number): void {
-  if (principal.role === 'admin') return;
-  if (principal.role === 'seller' && principal.sellerId === sellerId) return;
-  throw new AppError('forbidden', principal.role === 'seller' ? 'A seller user may send events only for its own seller.' : 'Only admins and seller users may send events.');
+  if (principal.role === 'admin' || principal.role === 'marketplace') return;
+  if (principal.sellerId === sellerId) return;
+  throw new AppError('forbidden', 'A seller may send events only for its own seller.');
 }
 
 function answerExisting(stored: { event_id: string; delivery_count: number; request_hash: string }, hash: string): EventAccepted {
   if (stored.request_hash !== hash) {
-    throw new AppError('conflict', 'This event_id was already used in this marketplace for a different event.');
+    throw new AppError('conflict', 'This event_id was already used for a different event of this seller in this marketplace.');
   }
   return { event_id: stored.event_id, deliveries: stored.delivery_count };
 }
 
 /**
+ * The per-entity ordering key of a delivery (within its webhook): the marketplace, the seller and the
+ * entity, so that one seller's failing delivery never holds back another seller's entity with the
+ * same id. Neither a marketplace code nor a seller id contains ':'.
+ */
+export function entityOrderKey(marketplaceCode: string, sellerId: number, entityId: string | number): string {
+  return `${marketplaceCode}:${sellerId}:${entityId}`;
+}
+
+/**
  * Accepts one event: the event row and one delivery per matching webhook are committed together
  * (transactional outbox), and the same transaction wakes the delivery workers. A repeated
- * event_id returns the first answer and creates nothing.
+ * event_id returns the first answer and creates nothing. event_id is scoped to the producer, the
+ * seller the event is for: whoever sends it (a seller user, an admin or, later, an API key) may send
+ * only for sellers it may act for, and the lookup never reads another seller's events.
  */
 export async function acceptEvent(deps: { db: Database; clock: Clock }, principal: Principal, marketplaceCode: string, event: EventBody): Promise<EventAccepted> {
   const { db, clock } = deps;
@@ -54,7 +70,7 @@ export async function acceptEvent(deps: { db: Database; clock: Clock }, principa
   if (event.event_id !== undefined) {
     // Most repeats are retries of a committed event: they get the first answer, even if the
     // database changed since (a connection removed), and without opening a transaction.
-    const stored = await findEvent(db, marketplaceCode, eventId);
+    const stored = await findEvent(db, marketplaceCode, event.seller_id, eventId);
     if (stored) return answerExisting(stored, hash);
   }
   await validateEvent(db, marketplaceCode, event);
@@ -71,11 +87,12 @@ export async function acceptEvent(deps: { db: Database; clock: Clock }, principa
       body,
       requestHash: hash,
       createdBy: principal.userId,
+      createdByApiKey: principal.apiKeyId ?? null,
       now,
     });
     if (rowId === undefined) {
       // Another request with this event_id committed first (we waited on its row).
-      const stored = await findEvent(tx, marketplaceCode, eventId);
+      const stored = await findEvent(tx, marketplaceCode, event.seller_id, eventId);
       if (!stored) throw new Error('event_id conflict without a stored event');
       return answerExisting(stored, hash);
     }
@@ -83,9 +100,10 @@ export async function acceptEvent(deps: { db: Database; clock: Clock }, principa
       eventRowId: rowId,
       marketplaceCode,
       sellerId: event.seller_id,
-      entityKey: String(event.entity_id),
+      entityKey: entityOrderKey(marketplaceCode, event.seller_id, event.entity_id),
       topics: matchingTopics(event.topic, event.state_to),
       now,
+      clockOffsetMs: clockOffsetMs(clock),
     });
     await setDeliveryCount(tx, rowId, count);
     if (count > 0) await notifyDeliveryWorkers(tx);

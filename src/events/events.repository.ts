@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/database.js';
+import { dbNow } from '../delivery/database-clock.js';
 
 export interface NewEvent {
   eventId: string;
@@ -8,7 +9,8 @@ export interface NewEvent {
   entityId: string;
   body: unknown;
   requestHash: string;
-  createdBy: number;
+  createdBy: number | null;
+  createdByApiKey: number | null;
   now: Date;
 }
 
@@ -20,25 +22,26 @@ export interface StoredEvent {
 }
 
 /**
- * Inserts the event unless its event_id is already taken in the marketplace; returns the new row's
- * id, or undefined when taken. On PostgreSQL a concurrent insert of the same key makes this wait
+ * Inserts the event unless its event_id is already taken by the same producer (the seller the event
+ * is for, in this marketplace); returns the new row's id, or undefined when taken. On PostgreSQL a concurrent insert of the same key makes this wait
  * for the other transaction, so exactly one request creates the event.
  */
 export async function insertEvent(db: Queryable, event: NewEvent): Promise<number | undefined> {
   const { rows } = await db.query<{ id: number }>(
-    `INSERT INTO events (event_id, marketplace_code, topic, seller_id, entity_id, body, delivery_count, request_hash, created_by, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6::json, 0, $7, $8, $9)
-     ON CONFLICT (marketplace_code, event_id) DO NOTHING
+    `INSERT INTO events (event_id, marketplace_code, topic, seller_id, entity_id, body, delivery_count, request_hash, created_by, created_by_api_key, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6::json, 0, $7, $8, $9, $10)
+     ON CONFLICT (marketplace_code, seller_id, event_id) DO NOTHING
      RETURNING id`,
-    [event.eventId, event.marketplaceCode, event.topic, event.sellerId, event.entityId, JSON.stringify(event.body), event.requestHash, event.createdBy, event.now],
+    [event.eventId, event.marketplaceCode, event.topic, event.sellerId, event.entityId, JSON.stringify(event.body), event.requestHash, event.createdBy, event.createdByApiKey, event.now],
   );
   return rows[0]?.id;
 }
 
-export async function findEvent(db: Queryable, marketplaceCode: string, eventId: string): Promise<StoredEvent | undefined> {
+/** The producer's own use of an event_id: another seller's event with the same key is never seen. */
+export async function findEvent(db: Queryable, marketplaceCode: string, sellerId: number, eventId: string): Promise<StoredEvent | undefined> {
   const { rows } = await db.query<StoredEvent>(
-    `SELECT id, event_id, delivery_count, request_hash FROM events WHERE marketplace_code = $1 AND event_id = $2`,
-    [marketplaceCode, eventId],
+    `SELECT id, event_id, delivery_count, request_hash FROM events WHERE marketplace_code = $1 AND seller_id = $2 AND event_id = $3`,
+    [marketplaceCode, sellerId, eventId],
   );
   return rows[0];
 }
@@ -50,6 +53,8 @@ export interface FanOut {
   entityKey: string;
   topics: string[];
   now: Date;
+  /** Due at once by the database's clock (see delivery/database-clock.ts). */
+  clockOffsetMs: number;
 }
 
 /**
@@ -59,16 +64,18 @@ export interface FanOut {
  * topics, filtered to `*` or this seller, and its owner may see the seller: a seller tenant only
  * itself, a marketplace tenant the sellers connected to it, the admins everyone.
  * message_id is random and stays with the delivery for good (the `webhook-id` header).
- * FOR KEY SHARE on the webhooks: a resume (which locks its webhook FOR UPDATE) waits for this
- * transaction, and this one, if it waits for a resume, sees the resumed row; so a held row can
- * never be written after the resume released the held ones (it would stay held for good).
+ * FOR KEY SHARE on the webhooks, before their deliveries are written (the one lock order: webhook,
+ * then deliveries): a webhook deleted at this moment is skipped rather than failing the event with a
+ * foreign-key error; a resume (which locks its webhook FOR UPDATE) waits for this transaction, and
+ * this one, if it waits for a resume, sees the resumed row; so a held row can never be written after
+ * the resume released the held ones (it would stay held for good).
  */
 export async function createDeliveries(db: Queryable, fanOut: FanOut): Promise<number> {
   const { rows } = await db.query<{ count: number }>(
     `WITH created AS (
        INSERT INTO deliveries (event_id, webhook_id, entity_key, message_id, status, attempts, next_attempt_at, created_at, updated_at)
        SELECT $1, w.id, $4, 'msg_' || replace(gen_random_uuid()::text, '-', ''),
-              CASE WHEN w.active THEN 'pending' ELSE 'held' END, 0, $6, $6, $6
+              CASE WHEN w.active THEN 'pending' ELSE 'held' END, 0, ${dbNow(8)}, $6, $6
          FROM webhooks w
         WHERE w.marketplace_code = $2
           -- 'disabled_by_user' is DISABLED_BY_USER (webhooks.repository.ts), written out so that the
@@ -87,7 +94,7 @@ export async function createDeliveries(db: Queryable, fanOut: FanOut): Promise<n
        RETURNING 1
      )
      SELECT count(*)::int AS count FROM created`,
-    [fanOut.eventRowId, fanOut.marketplaceCode, String(fanOut.sellerId), fanOut.entityKey, fanOut.topics, fanOut.now, fanOut.sellerId],
+    [fanOut.eventRowId, fanOut.marketplaceCode, String(fanOut.sellerId), fanOut.entityKey, fanOut.topics, fanOut.now, fanOut.sellerId, fanOut.clockOffsetMs],
   );
   return rows[0]!.count;
 }

@@ -5,9 +5,11 @@ import { eventBodyLimit } from '../http/body-limits.js';
 import { problemResponses } from '../http/openapi.js';
 import { assertMarketplaceAccess } from '../webhooks/webhook-access.js';
 import { acceptEvent, assertMaySendFor } from './accept-event.js';
+import { parseJsonKeepingNumbersExact, refuseInexactNumbers } from './exact-numbers.js';
 import { EventAccepted, EventBody, MarketplaceParams } from './event-schema.js';
 
 export const eventRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {
+  parseJsonKeepingNumbersExact(app);
   app.post(
     '/v1/:marketplace_code/events',
     {
@@ -15,20 +17,24 @@ export const eventRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, d
       // nothing about the body rules.
       onRequest: authenticate(deps),
       bodyLimit: eventBodyLimit(deps.config),
+      // The number check runs after authentication too (see exact-numbers.ts).
+      preValidation: refuseInexactNumbers,
       schema: {
+        operationId: 'postEvent',
         tags: ['events'],
         summary: 'Accept an event and queue its notifications',
         description:
           'Stores the event and one delivery per matching webhook in one transaction (docs/events.md). ' +
-          'event_id is an idempotency key per marketplace: the same event again returns the first answer; another event with the same key is 409.',
+          'event_id is an idempotency key of the producer (the seller the event is for, in this marketplace): the same event again returns the first answer; another event of that seller with the same key is 409.',
         security: [{ bearerAuth: [] }],
         params: MarketplaceParams,
         body: EventBody,
-        response: { 202: EventAccepted, ...problemResponses(400, 401, 403, 404, 409, 413, 415) },
+        response: { 202: EventAccepted, ...problemResponses(400, 401, 403, 404, 409, 413, 415, 429) },
       },
     },
     async (request, reply) => {
       const principal = principalOf(request);
+      deps.tenantRateLimits.take(principal, 'events');
       const { marketplace_code: marketplaceCode } = request.params;
       assertMaySendFor(principal, request.body.seller_id);
       await assertMarketplaceAccess(deps.db, principal, marketplaceCode);

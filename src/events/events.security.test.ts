@@ -26,11 +26,17 @@ describe('event intake: who may send what', () => {
     assert.equal(await eventCount(), 0);
   });
 
-  test('a marketplace user may not send events', async () => {
-    const response = await postEvent(ctx, world.headers.marketplace, sampleEvent('order/create', world));
-    assert.equal(response.statusCode, 403);
-    assert.equal(response.json().code, 'forbidden');
-    assert.equal(await eventCount(), 0);
+  test('a marketplace user may send events for any seller connected to its marketplace, and only there', async () => {
+    assert.equal((await postEvent(ctx, world.headers.marketplace, sampleEvent('order/create', world))).statusCode, 202);
+    assert.equal((await postEvent(ctx, world.headers.marketplace, sampleEvent('order/create', world, { seller_id: 2 }))).statusCode, 202);
+    // Seller 3 sells only on OTHER: not connected to MKT.
+    const unconnected = await postEvent(ctx, world.headers.marketplace, sampleEvent('order/create', world, { seller_id: 3 }));
+    assert.equal(unconnected.statusCode, 400);
+    assert.deepEqual(unconnected.json().errors.map((e: { field: string }) => e.field), ['body.seller_id']);
+    // Another marketplace: the same 404 as for an unknown one.
+    const elsewhere = await postEvent(ctx, world.headers.marketplace, sampleEvent('order/create', world, { seller_id: 3 }), 'OTHER');
+    assert.equal(elsewhere.statusCode, 404);
+    assert.equal(await eventCount(), 2);
   });
 
   test('a seller user may send for its own seller only', async () => {
@@ -70,10 +76,13 @@ describe('event intake: who may send what', () => {
 
   test('event_id keys of one seller cannot be used to read another seller\'s event', async () => {
     await postEvent(ctx, world.headers.seller1, sampleEvent('order/create', world, { event_id: 'shared-key' }));
-    // Same key, seller 2's own event: refused as a different event, and the answer carries nothing of seller 1's.
+    // Same key, seller 2's own event: keys are scoped to the seller, so it is a new event of seller 2,
+    // neither refused (no probing which keys seller 1 used) nor answered with seller 1's result.
     const response = await postEvent(ctx, world.headers.seller2, sampleEvent('order/create', world, { event_id: 'shared-key', seller_id: 2 }));
-    assert.equal(response.statusCode, 409);
-    assert.equal(response.json().deliveries, undefined);
-    assert.equal(await eventCount(), 1);
+    assert.equal(response.statusCode, 202);
+    assert.equal(await eventCount(), 2);
+    // Seller 2 cannot reach into seller 1's scope by naming seller 1.
+    const foreign = await postEvent(ctx, world.headers.seller2, sampleEvent('order/create', world, { event_id: 'shared-key' }));
+    assert.equal(foreign.statusCode, 403);
   });
 });

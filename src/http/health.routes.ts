@@ -6,12 +6,12 @@ import { problemResponses } from './openapi.js';
 
 const Status = Type.Object({ status: Type.String() });
 
-export const healthRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, { db, config }) => {
-  app.get('/healthz', { schema: { tags: ['operations'], summary: 'The process is alive', response: { 200: Status } } }, async () => ({ status: 'ok' }));
+export const healthRoutes: FastifyPluginAsyncTypebox<Pick<FeatureDeps, 'db' | 'config'>> = async (app, { db, config }) => {
+  app.get('/healthz', { schema: { operationId: 'getHealth', tags: ['operations'], summary: 'The process is alive', response: { 200: Status } } }, async () => ({ status: 'ok' }));
 
   app.get(
     '/readyz',
-    { schema: { tags: ['operations'], summary: 'The database is reachable', response: { 200: Status, ...problemResponses(503) } } },
+    { schema: { operationId: 'getReadiness', tags: ['operations'], summary: 'The database is reachable', response: { 200: Status, ...problemResponses(503) } } },
     async () => {
       try {
         await db.query('SELECT 1');

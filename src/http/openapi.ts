@@ -35,6 +35,53 @@ export function problemResponses(...statuses: number[]): Record<number, unknown>
   return responses;
 }
 
+/** The response headers Plaza sends, described once; routes name them with `responseHeaders`. */
+const HEADERS = {
+  'X-Request-Id': { type: 'string', description: 'The request id (the caller\'s own when it sent a sane one); it is also `request_id` in problem bodies and in the logs.' },
+  'Retry-After': { type: 'integer', minimum: 1, description: 'Seconds to wait before trying again.' },
+  'WWW-Authenticate': { type: 'string', description: 'The Bearer challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"`.' },
+  Location: { type: 'string', description: 'Path of the created resource.' },
+  Link: { type: 'string', description: 'RFC 8288 link to the next page (`rel="next"`), present while there are more.' },
+} as const;
+type HeaderName = keyof typeof HEADERS;
+
+/** A response schema with headers documented: `responseHeaders(WebhookList, 'Link')`. */
+export function responseHeaders<T extends object>(schema: T, ...names: HeaderName[]): T {
+  return { ...schema, headers: Object.fromEntries(names.map((name) => [name, HEADERS[name]])) };
+}
+
+interface RouteSchema {
+  hide?: boolean;
+  body?: unknown;
+  operationId?: string;
+  response?: Record<string, Record<string, unknown>>;
+  [key: string]: unknown;
+}
+
+/**
+ * What every operation has in common, added once here instead of in every route (so that a new route
+ * gets it for free): the X-Request-Id header on every response; 503 (database unreachable, with
+ * Retry-After) on every route but /healthz; 413 and 415 on routes with a body; Retry-After on 429
+ * and 503, WWW-Authenticate on 401. Throws at start when a route has no operationId: generated
+ * clients name their methods after it.
+ */
+export function completeOperation(schema: RouteSchema, url: string): RouteSchema {
+  if (schema.hide) return schema;
+  if (!schema.operationId) throw new Error(`Route ${url} has no operationId in its schema.`);
+  const extra: number[] = [];
+  if (url !== '/healthz') extra.push(503);
+  if (schema.body) extra.push(413, 415);
+  const responses: Record<string, Record<string, unknown>> = { ...problemResponses(...extra), ...schema.response } as Record<string, Record<string, unknown>>;
+  if (!Object.keys(responses).some((status) => status.startsWith('4'))) Object.assign(responses, problemResponses(431));
+  for (const [status, response] of Object.entries(responses)) {
+    const headers: Record<string, unknown> = { 'X-Request-Id': HEADERS['X-Request-Id'], ...(response.headers as object | undefined) };
+    if (status === '429' || status === '503') headers['Retry-After'] = HEADERS['Retry-After'];
+    if (status === '401') headers['WWW-Authenticate'] = HEADERS['WWW-Authenticate'];
+    responses[status] = { ...response, headers };
+  }
+  return { ...schema, response: responses };
+}
+
 export async function registerOpenApi(app: FastifyInstance): Promise<void> {
   app.addSchema(ProblemSchema);
   await app.register(swagger, {
@@ -55,14 +102,19 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'deliveries', description: 'Delivery history and steering' },
         { name: 'portal', description: 'Links into the web portal at /portal' },
         { name: 'operations', description: 'Health, readiness and metrics' },
+        { name: 'admin', description: 'Administration: marketplaces, sellers, connections, users and API keys' },
       ],
       components: {
-        securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+        securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT or API key (plz_…)' } },
       },
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
     // A route that declares no security is public: say so (`security: []`), as OpenAPI linters require.
-    transform: ({ schema, url }) => ({ schema: schema && !('security' in schema) ? { ...schema, security: [] } : schema, url }),
+    transform: ({ schema, url }) => {
+      if (!schema) return { schema, url };
+      const complete = completeOperation(schema as RouteSchema, url);
+      return { schema: 'security' in complete ? complete : { ...complete, security: [] }, url };
+    },
   });
   await app.register(swaggerUi, {
     routePrefix: '/docs',

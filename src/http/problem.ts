@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isUnavailable } from '../db/database.js';
+import { isTransientConflict, isUnavailable } from '../db/database.js';
 import { AppError, errorCatalog, type ErrorCode, type FieldError } from './errors.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -64,6 +64,9 @@ export function toAppError(error: FastifyError | Error, retryAfterSeconds: numbe
   if (isUnavailable(error)) {
     return new AppError('service_unavailable', 'The database is unreachable; retry later.', { headers: { 'retry-after': String(retryAfterSeconds) } });
   }
+  if (isTransientConflict(error)) {
+    return new AppError('service_unavailable', 'The request collided with a concurrent change; retry it.', { headers: { 'retry-after': '1' } });
+  }
   switch (e.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new AppError('payload_too_large', 'The request body is larger than the limit.');
@@ -85,7 +88,7 @@ export function toAppError(error: FastifyError | Error, retryAfterSeconds: numbe
   return new AppError('internal_error', 'The operation failed. The request id identifies it in the logs.');
 }
 
-export function registerProblemHandlers(app: FastifyInstance, retryAfterSeconds: number): void {
+export function registerProblemHandlers(app: FastifyInstance, retryAfterSeconds: number, allowedMethods: (path: string) => string[] = () => []): void {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const appError = toAppError(error, retryAfterSeconds);
     if (appError.status >= 500) {
@@ -96,9 +99,14 @@ export function registerProblemHandlers(app: FastifyInstance, retryAfterSeconds:
     }
     return sendProblem(reply, appError);
   });
-  app.setNotFoundHandler((request, reply) =>
-    sendProblem(reply, new AppError('not_found', `No route for ${request.method} ${request.url.split('?')[0]}.`)),
-  );
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0]!;
+    const allowed = allowedMethods(path);
+    if (allowed.length > 0) {
+      return sendProblem(reply, new AppError('method_not_allowed', `${path} does not support ${request.method}; it supports ${allowed.join(', ')}.`, { headers: { allow: allowed.join(', ') } }));
+    }
+    return sendProblem(reply, new AppError('not_found', `No route for ${request.method} ${path}.`));
+  });
 }
 
 /**

@@ -1,12 +1,12 @@
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 
-/** Load balancers and orchestrators call these every few seconds: at info they would drown the log. */
-const PROBE_PATHS = new Set(['/healthz', '/readyz']);
+/** Load balancers, orchestrators and scrapers call these every few seconds: at info they would drown the log. */
+const PROBE_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 /**
  * One line per request, written when the response is sent: Fastify's own logging writes two
  * ("incoming request" and "request completed"), and the second lacks the method and URL.
- * Probes are logged at debug.
+ * Probes and metric scrapes are logged at debug.
  */
 export class OneLinePerRequest extends LogController {
   override incomingRequest(): void {}

@@ -54,6 +54,8 @@ export const portalLinkRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (a
       const principal = principalOf(request);
       const { marketplace_code: marketplaceCode } = request.params;
       if (principal.role === 'seller') throw new AppError('forbidden', 'Only marketplace users and admins create portal links.');
+      // A link records the user who made it (portal_links.created_by); an API key is no user.
+      if (principal.userId === null) throw new AppError('forbidden', 'Portal links are made by users, not API keys.');
       await assertMarketplaceAccess(db, principal, marketplaceCode);
       const sellerId = request.body.seller_id === undefined ? null : Number(request.body.seller_id);
       if (sellerId !== null && !(await isSellerConnected(db, String(sellerId), marketplaceCode))) {

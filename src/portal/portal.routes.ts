@@ -161,7 +161,8 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
   app.post('/portal/logout', { schema: hide, preHandler: requireSession }, async (request, reply) => {
     const session = sessionOf(request);
     const authSessionId = await deletePortalSession(db, request.cookies[SESSION_COOKIE]!);
-    if (authSessionId) await logout(db, session.principal, originOf(request), clock.now());
+    // A portal session is always a user's (it began with a login), never an API key's.
+    if (authSessionId && session.principal.apiKeyId === undefined) await logout(db, session.principal, originOf(request), clock.now());
     reply.clearCookie(SESSION_COOKIE, { path: '/portal' });
     return reply.redirect('/portal/login', 303);
   });

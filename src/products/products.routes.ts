@@ -45,12 +45,13 @@ export const productRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
     {
       onRequest: authenticate(deps),
       schema: {
+        operationId: 'getProducts',
         tags: ['products'],
         summary: 'List the products of the seller in the access token',
         description: 'The seller comes from the access token only. Pages in id order; follow next_cursor until it is null.',
         security: [{ bearerAuth: [] }],
         querystring: Type.Object({
-          limit: Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE }),
+          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE })),
           cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
         }),
         response: { 200: ProductPage, ...problemResponses(400, 401, 503) },
@@ -58,7 +59,9 @@ export const productRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
     },
     async (request) => {
       const { sellerId } = principalOf(request);
-      const { limit, cursor } = request.query;
+      const { cursor } = request.query;
+      // Ajv fills in the default; the type says optional because the parameter is.
+      const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
       // One row more than asked tells whether another page exists.
       const rows = await listProductsOfSeller(deps.db, sellerId, decodeCursor(cursor), limit + 1);
       const page = rows.slice(0, limit);

@@ -1,5 +1,6 @@
 import { AppError } from '../http/errors.js';
 import type { WebhookRow } from './webhook-access.js';
+import { disabledMessage, type DisabledReason } from './disabled-reasons.js';
 
 const iso = (value: Date | null) => (value === null ? null : new Date(value).toISOString());
 
@@ -13,7 +14,8 @@ export function toWebhookResponse(row: WebhookRow, heldCount = 0) {
     callback_url: row.callback_url,
     headers: row.headers,
     active: row.active,
-    disabled_reason: row.disabled_reason,
+    disabled_reason: row.disabled_reason as DisabledReason | null,
+    disabled_message: disabledMessage(row.disabled_reason),
     disabled_at: iso(row.disabled_at),
     last_success_at: iso(row.last_success_at),
     failing_since: iso(row.failing_since),

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { DISABLED_REASONS, type DisabledReason } from './disabled-reasons.js';
 import { CALLBACK_URL_MAX_LENGTH, CODE_PATTERN, FIXED_TOPICS, MAX_HEADERS, MAX_HEADERS_BYTES, NAME_MAX_LENGTH } from './webhook-validators.js';
 import { MarketplaceParams, WebhookParams } from '../http/path-params.js';
 
@@ -55,7 +56,10 @@ const webhookProperties = {
   ...listItemProperties,
   seller_id: SellerIdOut,
   active: Type.Boolean({ description: 'False once paused (PATCH active=false: matching events are held) or disabled by the delivery (lasting failures or a 410: nothing is recorded).' }),
-  disabled_reason: Type.Union([Type.String(), Type.Null()], { description: 'Why it was disabled, while it is: `disabled_by_user` for a pause, else the delivery\'s reason (410 Gone, failing too long).' }),
+  disabled_reason: Type.Union([Type.Enum(Object.keys(DISABLED_REASONS) as DisabledReason[]), Type.Null()], {
+    description: 'Why it is disabled, as a code (null while active): disabled_by_user (a pause: matching events are held), receiver_gone (410), failing_too_long.',
+  }),
+  disabled_message: Type.Union([Type.String(), Type.Null()], { description: 'The same reason in words, for people; null while active.' }),
   disabled_at: Type.Union([Timestamp, Type.Null()], { description: 'When it was paused or disabled, while it is.' }),
   last_success_at: Type.Union([Timestamp, Type.Null()], { description: 'When a delivery last succeeded (updated at most once a minute).' }),
   failing_since: Type.Union([Timestamp, Type.Null()], { description: 'Since when deliveries have been failing without a success; null while healthy.' }),
@@ -72,6 +76,7 @@ const exampleWebhook = {
   headers: exampleHeaders,
   active: true,
   disabled_reason: null,
+  disabled_message: null,
   disabled_at: null,
   last_success_at: '2026-01-01T00:05:00.000Z',
   failing_since: null,

@@ -71,7 +71,7 @@ describe('webhook topic', () => {
 describe('webhook headers', () => {
   const TCHAR = `${LETTERS_DIGITS}!#$%&'*+-.^_\`|~`;
   const VALUE_CHARS = '\t' + Array.from({ length: 0x7f - 0x20 }, (_, i) => String.fromCharCode(0x20 + i)).join('');
-  const RESERVED = ['host', 'content-length', 'content-type', 'transfer-encoding', 'connection', 'te', 'trailer', 'upgrade', 'keep-alive', 'user-agent', 'webhook-id', 'webhook-timestamp', 'webhook-signature'];
+  const RESERVED = ['host', 'content-length', 'content-type', 'transfer-encoding', 'connection', 'te', 'trailer', 'upgrade', 'keep-alive', 'expect', 'user-agent', 'webhook-id', 'webhook-timestamp', 'webhook-signature'];
   const reference = (headers: Record<string, unknown>): boolean => {
     const entries = Object.entries(headers);
     if (entries.length > 20) return false;

@@ -1,5 +1,6 @@
 import { addressRange, isAddressAllowed, type Network } from '../net/address-policy.js';
 import { CODE_PATTERN, MAX_INT32 } from '../http/path-params.js';
+import { isReservedHeader } from './reserved-headers.js';
 
 /**
  * The rules of a webhook's fields as pure functions, shared by the routes and tests (the property
@@ -96,17 +97,6 @@ export const MAX_HEADERS_BYTES = 8192;
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 // Printable ASCII and tab: what every HTTP stack sends unchanged (no CR, LF, NUL or other controls).
 const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
-const RESERVED_HEADERS = new Set([
-  'host', 'content-length', 'content-type', 'transfer-encoding', 'connection', 'te', 'trailer', 'upgrade',
-  'keep-alive', 'user-agent', 'webhook-id', 'webhook-timestamp', 'webhook-signature',
-]);
-
-/** Names the service sets itself (case-insensitive); a subscriber may not override them. */
-export function isReservedHeader(name: string): boolean {
-  const lower = name.toLowerCase();
-  return RESERVED_HEADERS.has(lower) || lower.startsWith('proxy-');
-}
-
 export interface HeaderProblem {
   /** The header's name, or undefined for a problem of the whole map. */
   header?: string;

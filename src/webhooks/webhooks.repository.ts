@@ -2,6 +2,7 @@ import type { Queryable } from '../db/database.js';
 import { isUniqueViolation } from '../db/database.js';
 import { AppError } from '../http/errors.js';
 import type { Tenant, WebhookRow } from './webhook-access.js';
+import type { DisabledReason } from './disabled-reasons.js';
 
 export const WEBHOOK_CODE_CONSTRAINT = 'webhooks_tenant_code_key';
 
@@ -94,7 +95,7 @@ export interface WebhookChanges {
   active?: boolean;
 }
 
-export const DISABLED_BY_USER = 'disabled_by_user';
+export const DISABLED_BY_USER: DisabledReason = 'disabled_by_user';
 
 /**
  * One statement: fields left out keep their value. Re-enabling clears the delivery's disable

@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { FeatureDeps } from '../deps.js';
 import { authenticate, principalOf } from '../auth/authenticate.js';
 import { AppError, notFound } from '../http/errors.js';
-import { problemResponses } from '../http/openapi.js';
+import { problemResponses, responseHeaders } from '../http/openapi.js';
 import { decodeCursor, encodeCursor, toWebhookListItem, toWebhookResponse } from './webhook-presenter.js';
 import { assertMarketplaceAccess, loadWebhookForPrincipal, tenantOf } from './webhook-access.js';
 import {
@@ -43,13 +43,14 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
     {
       onRequest,
       schema: {
+        operationId: 'createWebhook',
         tags: TAGS,
         summary: 'Create a webhook',
         description: 'Subscribes a callback URL to a topic in one marketplace, as the caller\'s tenant (its seller, its marketplace, or the admins). Returns the webhook with its signing secret, which is shown only here and on rotation.',
         security: SECURITY,
         params: MarketplaceParams,
         body: CreateWebhookBody,
-        response: { 201: CreatedWebhook, ...problemResponses(400, 401, 403, 404, 409) },
+        response: { 201: responseHeaders(CreatedWebhook, 'Location'), ...problemResponses(400, 401, 403, 404, 409) },
       },
     },
     async (request, reply) => {
@@ -66,6 +67,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
     {
       onRequest,
       schema: {
+        operationId: 'listWebhooks',
         tags: TAGS,
         summary: 'List webhooks',
         description: 'The caller\'s webhooks in the marketplace (admins: every tenant\'s), ordered by code, as a plain array without `seller_id`. Pages: `limit` (default and maximum 100) and the `Link: <…>; rel="next"` header while there are more.',
@@ -73,7 +75,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
         params: MarketplaceParams,
         querystring: ListQuery,
         response: {
-          200: { ...WebhookList, headers: { link: { type: 'string', description: 'RFC 8288 link to the next page (`rel="next"`), present while there are more.' } } },
+          200: responseHeaders(WebhookList, 'Link'),
           ...problemResponses(400, 401, 404),
         },
       },
@@ -103,6 +105,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
     {
       onRequest,
       schema: {
+        operationId: 'getWebhook',
         tags: TAGS,
         summary: 'Get a webhook',
         description: 'One webhook of the caller\'s tenant, with `seller_id`. Another tenant\'s webhook is 404. For an admin, a code that several tenants use is the admins\' own, else 409.',
@@ -124,6 +127,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
       onRequest,
       preValidation: refuseImmutableFields,
       schema: {
+        operationId: 'updateWebhook',
         tags: TAGS,
         summary: 'Update a webhook',
         description: 'Changes any of name, callback_url, seller_id, headers (replaces the whole map) and active. `code` and `topic` cannot be changed (400 `immutable_field`).',
@@ -145,6 +149,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
     {
       onRequest,
       schema: {
+        operationId: 'deleteWebhook',
         tags: TAGS,
         summary: 'Delete a webhook',
         description: 'Deletes the webhook and its deliveries (pending ones are not sent).',
@@ -166,6 +171,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
     {
       onRequest,
       schema: {
+        operationId: 'rotateWebhookSecret',
         tags: TAGS,
         summary: 'Rotate the signing secret',
         description: 'Issues a new signing secret. The previous one keeps signing alongside (a second signature) until `previous_secret_expires_at` (WEBHOOK_SECRET_OVERLAP_SECONDS, 24 h by default), so receivers can switch without losing notifications.',

@@ -33,7 +33,7 @@ describe('webhooks API', () => {
     assert.equal(response.headers.location, '/v1/mlb/webhooks/create-1');
     assert.equal(response.headers['cache-control'], 'no-store');
     const body = response.json();
-    assert.deepEqual(Object.keys(body).sort(), ['active', 'callback_url', 'code', 'created_at', 'disabled_at', 'disabled_reason', 'failing_since', 'headers', 'held_count', 'last_success_at', 'name', 'secret', 'seller_id', 'topic', 'updated_at']);
+    assert.deepEqual(Object.keys(body).sort(), ['active', 'callback_url', 'code', 'created_at', 'disabled_at', 'disabled_message', 'disabled_reason', 'failing_since', 'headers', 'held_count', 'last_success_at', 'name', 'secret', 'seller_id', 'topic', 'updated_at']);
     assert.equal(body.code, 'create-1');
     assert.equal(body.name, 'Orders to ERP');
     assert.equal(body.seller_id, '*');
@@ -126,7 +126,7 @@ describe('webhooks API', () => {
     assert.equal(paused.active, false);
     assert.equal(paused.disabled_reason, 'disabled_by_user');
     // As the delivery does when a receiver keeps failing.
-    await ctx.db.query(`UPDATE webhooks SET disabled_reason = 'failing for 5 days', failing_since = $1 WHERE code = 'toggle'`, [ctx.clock.now()]);
+    await ctx.db.query(`UPDATE webhooks SET disabled_reason = 'failing_too_long', failing_since = $1 WHERE code = 'toggle'`, [ctx.clock.now()]);
     const enabled = (await call(ctx, seller1, 'PATCH', '/v1/mlb/webhooks/toggle', { active: true })).json();
     assert.equal(enabled.active, true);
     assert.equal(enabled.disabled_reason, null);

@@ -27,8 +27,8 @@ test('the served OpenAPI document passes `redocly lint` with no errors', { timeo
   assert.equal(document.status, 200);
   const file = join(dir, 'openapi.json');
   writeFileSync(file, document.text);
-  // Offline: no telemetry, no update check; the built-in "recommended" rules.
-  const result = spawnSync(process.execPath, [REDOCLY, 'lint', file, '--format', 'json'], {
+  // Offline: no telemetry, no update check; the built-in "recommended-strict" rules (warnings are errors).
+  const result = spawnSync(process.execPath, [REDOCLY, 'lint', file, '--extends', 'recommended-strict', '--format', 'json'], {
     encoding: 'utf8',
     env: { PATH: process.env.PATH ?? '', HOME: dir, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', CI: 'true' },
     timeout: 90_000,

@@ -39,6 +39,8 @@ export const FAST_DELIVERY_ENV: Record<string, string> = {
   DELIVERY_RETRY_JITTER: '0',
   DELIVERY_LEASE_SECONDS: '5',
   DELIVERY_POLL_INTERVAL_MS: '200',
+  // The fault tests push thousands of events from one tenant; the intake limit has its own tests.
+  TENANT_EVENTS_PER_SECOND: '0',
 };
 
 export interface ExitStatus {
@@ -51,6 +53,8 @@ export interface PlazaProcess {
   readonly port: number | undefined;
   /** http://127.0.0.1:<port> for roles that serve HTTP. */
   readonly url: string;
+  /** http://127.0.0.1:<METRICS_PORT>: /metrics, /healthz and /readyz, in every role. */
+  readonly metricsUrl: string;
   readonly child: ChildProcess;
   readonly exited: Promise<ExitStatus>;
   output(): string;
@@ -66,6 +70,8 @@ export async function startPlaza(env: Record<string, string>, options: { role?: 
   const port = role === 'worker' ? undefined : (options.port ?? (await freePort()));
   const childEnv: Record<string, string> = { PATH: process.env.PATH ?? '', ...FAST_DELIVERY_ENV, ...env };
   if (port !== undefined) childEnv.PORT = String(port);
+  // Every process has an operations listener; each gets its own port unless the test chose one.
+  childEnv.METRICS_PORT ??= String(await freePort());
   // The worker has no HTTP port: its readiness is its own log line, at info.
   if (role === 'worker') childEnv.LOG_LEVEL = 'info';
   const child = spawn(process.execPath, [MAIN_JS, 'serve', '--role', role], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -83,6 +89,7 @@ export async function startPlaza(env: Record<string, string>, options: { role?: 
     role,
     port,
     url: `http://127.0.0.1:${port ?? 0}`,
+    metricsUrl: `http://127.0.0.1:${childEnv.METRICS_PORT}`,
     child,
     exited,
     output: () => out,
@@ -132,7 +139,7 @@ export async function killAllPlaza(): Promise<void> {
 /** Runs the CLI (`node dist/src/main.js <args>`) with stdin, e.g. the password of `users add`. */
 export function runCli(env: Record<string, string>, args: string[], stdin = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN_JS, ...args], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [MAIN_JS, ...args], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', METRICS_PORT: '0', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

@@ -86,7 +86,12 @@ export async function ensureCluster(dataDir: string, binaries: EmbeddedBinaries,
       `--pwfile=${passwordFile}`,
       '--auth=scram-sha-256',
       '--encoding=UTF8',
+      // PostgreSQL 17's builtin C.UTF-8: byte-order collation like C, but lower()/upper() follow
+      // Unicode as on a usual production server (user names are matched with lower(): `alİce` is
+      // `alice` there too), and the same on every platform, without the OS's locales.
       '--locale=C',
+      '--locale-provider=builtin',
+      '--builtin-locale=C.UTF-8',
       '--no-instructions',
       ...(throwaway ? ['--no-sync'] : []),
     ], runAs);

@@ -1,3 +1,4 @@
+import { disabledMessage } from '../../webhooks/disabled-reasons.js';
 import type { FieldError } from '../../http/errors.js';
 import type { TestResult } from '../../delivery/test-notification.routes.js';
 import type { WebhookRow } from '../../webhooks/webhook-access.js';
@@ -13,7 +14,7 @@ export function health(webhook: WebhookRow): Html {
   return statusBadge(webhook.failing_since ? 'failing' : 'healthy');
 }
 
-const reasonText = (reason: string | null) => (reason === 'disabled_by_user' ? 'Paused by a user: new events are held.' : reason);
+const reasonText = (reason: string | null) => (reason === 'disabled_by_user' ? 'Paused by a user: new events are held.' : disabledMessage(reason));
 
 export function webhookListPage(context: PageContext, webhooks: WebhookRow[], held: Map<number, number>) {
   const mkt = context.marketplaceCode!;

@@ -1,0 +1,114 @@
+/**
+ * Claim cost probe (issue 10): times claimDueDeliveries, the whole claim transaction, against a
+ * large backlog and many webhooks, and prints EXPLAIN ANALYZE of each of its statements.
+ *
+ *   npm run build && DATABASE_URL=postgres://… node dist/bench/probes/claim-cost.js [--explain] [--no-analyze]
+ *
+ * Layouts (each on a fresh database):
+ * - backlog:   100 000 due deliveries on 100 webhooks of 10 tenants, 9 900 more webhooks idle;
+ * - webhooks:  10 000 webhooks of 1 000 tenants, each with 10 due deliveries (every webhook has work,
+ *              the claim's worst case: its skip scan visits every webhook with waiting rows).
+ * Each claim takes 100 rows (DELIVERY_CONCURRENCY 100, share 0.5), then gives them back so that
+ * the next claim sees the same backlog.
+ */
+import type { Database, Queryable } from '../../src/db/database.js';
+import { claimDueDeliveries, releaseClaims, type ClaimOptions } from '../../src/delivery/claim.js';
+import { createTestDatabase } from '../../src/testing/test-database.js';
+
+interface Layout {
+  name: string;
+  webhooks: number;
+  tenants: number;
+  busyWebhooks: number;
+  deliveries: number;
+}
+
+const LAYOUTS: Layout[] = [
+  { name: '100 000 due deliveries, 10 000 webhooks (100 busy)', webhooks: 10_000, tenants: 10, busyWebhooks: 100, deliveries: 100_000 },
+  { name: '10 000 webhooks all with due work, 100 000 due deliveries', webhooks: 10_000, tenants: 1_000, busyWebhooks: 10_000, deliveries: 100_000 },
+];
+const ROUNDS = 30;
+
+async function seed(db: Queryable, layout: Layout): Promise<void> {
+  await db.query(`INSERT INTO marketplaces (code, name) VALUES ('probe', 'Probe')`);
+  // Busy webhooks first (ids 1..busy), spread over the tenants; the rest are idle.
+  await db.query(
+    `INSERT INTO webhooks (tenant_kind, tenant_id, marketplace_code, code, name, topic, callback_url, secret_encrypted)
+     SELECT 'seller', (1 + i % $2)::text, 'probe', 'w' || i, 'w', 'order/create', 'http://127.0.0.1:9/', 'x'
+       FROM generate_series(0, $1::int - 1) i`,
+    [layout.webhooks, layout.tenants],
+  );
+  await db.query(
+    `INSERT INTO events (event_id, marketplace_code, topic, seller_id, entity_id, body, delivery_count, request_hash, created_at)
+     SELECT 'e' || n, 'probe', 'order/create', 1, n::text, '{}'::json, 1, 'x', now() FROM generate_series(1, $1::int) n`,
+    [layout.deliveries],
+  );
+  await db.query(
+    `INSERT INTO deliveries (event_id, webhook_id, entity_key, message_id, status, next_attempt_at, created_at, updated_at)
+     SELECT e.id, w.first + e.id % $1, e.entity_id, 'msg_' || e.id, 'pending', now() - interval '1 minute', now(), now()
+       FROM events e, (SELECT min(id) AS first FROM webhooks) w`,
+    [layout.busyWebhooks],
+  );
+  // --no-analyze: the planner's view of a table that just grew (autovacuum has not analyzed it yet).
+  if (!process.argv.includes('--no-analyze')) await db.exec(`ANALYZE`);
+}
+
+/** Runs each statement of the claim under EXPLAIN ANALYZE inside a savepoint, then for real. */
+function explaining(db: Database, plans: string[]): Database {
+  return {
+    ...db,
+    transaction: (work) =>
+      db.transaction((tx) =>
+        work({
+          ...tx,
+          query: async <Row>(sql: string, params?: readonly unknown[]) => {
+            await tx.query('SAVEPOINT probe');
+            const { rows } = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${sql}`, params);
+            await tx.query('ROLLBACK TO SAVEPOINT probe');
+            plans.push(`${sql.trim().split('\n')[0]!.slice(0, 80)} …\n${rows.map((row) => row['QUERY PLAN']).join('\n')}`);
+            return tx.query<Row>(sql, params);
+          },
+        }),
+      ),
+  };
+}
+
+async function probe(layout: Layout, explain: boolean): Promise<void> {
+  const db = await createTestDatabase();
+  try {
+    if (process.argv.includes('--no-analyze')) await db.exec(`ALTER TABLE deliveries SET (autovacuum_enabled = false); ALTER TABLE events SET (autovacuum_enabled = false)`);
+    await seed(db, layout);
+    const options: ClaimOptions = {
+      workerId: 'probe', clockOffsetMs: 0, leaseSeconds: 60, limit: 100, concurrency: 100, perWebhookLimit: 10, tenantShare: 0.5, scanWebhooks: 200,
+    };
+    const times: number[] = [];
+    let claimed = 0;
+    let cursor = 0;
+    for (let round = 0; round < ROUNDS; round++) {
+      const started = performance.now();
+      const result = await claimDueDeliveries(db, { ...options, afterTenant: round % 2 ? 'seller:5' : undefined, afterWebhook: cursor });
+      times.push(performance.now() - started);
+      claimed = result.deliveries.length;
+      cursor = result.nextWebhookCursor;
+      await releaseClaims(db, 'probe', 0);
+    }
+    times.sort((a, b) => a - b);
+    const at = (p: number) => times[Math.min(times.length - 1, Math.floor((p / 100) * times.length))]!.toFixed(2);
+    console.log(`${layout.name}: claim of ${claimed} rows (whole transaction, ${ROUNDS} rounds): median ${at(50)} ms, p90 ${at(90)} ms, min ${times[0]!.toFixed(2)} ms`);
+    if (explain) {
+      const plans: string[] = [];
+      await claimDueDeliveries(explaining(db, plans), options);
+      console.log(plans.join('\n\n'));
+      await releaseClaims(db, 'probe', 0);
+    }
+  } finally {
+    await db.close();
+  }
+}
+
+if (!process.env.DATABASE_URL) {
+  console.error('Set DATABASE_URL to a PostgreSQL server (a scratch database is created and dropped).');
+  process.exit(2);
+}
+const explain = process.argv.includes('--explain');
+for (const layout of LAYOUTS) await probe(layout, explain);

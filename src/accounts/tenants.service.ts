@@ -1,0 +1,67 @@
+import { recordAdminAction, type Actor } from '../admin/admin-audit.repository.js';
+import { withConstraints } from '../admin/db-conflicts.js';
+import type { Database } from '../db/database.js';
+import {
+  deleteRow, findConnection, findMarketplace, findSeller, insertConnection, insertMarketplace, insertSeller, renameMarketplace, renameSeller,
+  type ConnectionRow, type MarketplaceRow, type SellerRow,
+} from './accounts.repository.js';
+
+/**
+ * Audited changes to marketplaces, sellers and connections, shared by the admin API and the CLI.
+ * Each runs in one transaction with its audit row; constraint violations become explained 409s.
+ */
+export function createMarketplace(db: Database, code: string, name: string, actor: Actor, now: Date): Promise<MarketplaceRow> {
+  return withConstraints(`Marketplace ${code}`, () => db.transaction(async (tx) => {
+    await insertMarketplace(tx, code, name);
+    await recordAdminAction(tx, { actor, action: 'create', targetKind: 'marketplace', targetId: code, at: now });
+    return (await findMarketplace(tx, code))!;
+  }));
+}
+
+export function updateMarketplace(db: Database, code: string, name: string, actor: Actor, now: Date): Promise<MarketplaceRow | undefined> {
+  return db.transaction(async (tx) => {
+    const row = await renameMarketplace(tx, code, name);
+    if (row) await recordAdminAction(tx, { actor, action: 'update', targetKind: 'marketplace', targetId: code, at: now, detail: { fields: ['name'] } });
+    return row;
+  });
+}
+
+export function createSeller(db: Database, id: number, name: string, actor: Actor, now: Date): Promise<SellerRow> {
+  return withConstraints(`Seller ${id}`, () => db.transaction(async (tx) => {
+    await insertSeller(tx, id, name);
+    await recordAdminAction(tx, { actor, action: 'create', targetKind: 'seller', targetId: id, at: now });
+    return (await findSeller(tx, id))!;
+  }));
+}
+
+export function updateSeller(db: Database, id: number, name: string, actor: Actor, now: Date): Promise<SellerRow | undefined> {
+  return db.transaction(async (tx) => {
+    const row = await renameSeller(tx, id, name);
+    if (row) await recordAdminAction(tx, { actor, action: 'update', targetKind: 'seller', targetId: id, at: now, detail: { fields: ['name'] } });
+    return row;
+  });
+}
+
+export function createConnection(db: Database, sellerId: number, marketplaceCode: string, actor: Actor, now: Date): Promise<ConnectionRow> {
+  return withConstraints('The connection', () => db.transaction(async (tx) => {
+    const id = await insertConnection(tx, sellerId, marketplaceCode);
+    await recordAdminAction(tx, { actor, action: 'create', targetKind: 'connection', targetId: id, at: now, detail: { seller_id: sellerId, marketplace_code: marketplaceCode } });
+    return (await findConnection(tx, id))!;
+  }));
+}
+
+const TABLES = { marketplace: 'marketplaces', seller: 'sellers', connection: 'marketplace_connections' } as const;
+
+/**
+ * Deletes a marketplace, seller or connection when nothing refers to it any more (users, webhooks,
+ * events, API keys, connections): the foreign keys refuse otherwise, answered as a 409.
+ * Returns false when there is no such row.
+ */
+export function deleteTenant(db: Database, kind: keyof typeof TABLES, key: string | number, actor: Actor, now: Date): Promise<boolean> {
+  const what = kind === 'connection' ? `Connection ${key}` : `${kind[0]!.toUpperCase()}${kind.slice(1)} ${key}`;
+  return withConstraints(what, () => db.transaction(async (tx) => {
+    if (!(await deleteRow(tx, TABLES[kind], key))) return false;
+    await recordAdminAction(tx, { actor, action: 'delete', targetKind: kind, targetId: key, at: now });
+    return true;
+  }));
+}

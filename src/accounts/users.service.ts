@@ -1,0 +1,65 @@
+import { recordAdminAction, type Actor } from '../admin/admin-audit.repository.js';
+import { hashPassword } from '../auth/passwords.js';
+import { revokeAllOfUser } from '../auth/sessions.repository.js';
+import type { Database } from '../db/database.js';
+import { withConstraints } from '../admin/db-conflicts.js';
+import { findUserSummary, insertUser, type Role, type UserSummary } from './accounts.repository.js';
+
+export const PASSWORD_MIN_LENGTH = 8;
+export const PASSWORD_MAX_LENGTH = 1024;
+
+export interface NewUserInput {
+  username: string;
+  password: string;
+  sellerId: number | null;
+  role: Role;
+  marketplaceCode: string | null;
+  active: boolean;
+}
+
+/** Creates a user (audited); a taken name or a missing seller or marketplace is a 409. */
+export async function createUser(db: Database, input: NewUserInput, actor: Actor, now: Date): Promise<UserSummary> {
+  const passwordHash = await hashPassword(input.password);
+  return withConstraints(`User ${input.username}`, () => db.transaction(async (tx) => {
+    const id = await insertUser(tx, { username: input.username, passwordHash, sellerId: input.sellerId, role: input.role, marketplaceCode: input.marketplaceCode, active: input.active });
+    await recordAdminAction(tx, { actor, action: 'create', targetKind: 'user', targetId: id, at: now, detail: { role: input.role } });
+    return (await findUserSummary(tx, id))!;
+  }));
+}
+
+/**
+ * Switches a user on or off. Switching off revokes every session and refresh token of the user in
+ * the same transaction, so that switching the user on again does not revive them.
+ * Returns undefined when there is no such user.
+ */
+export async function setUserActiveById(db: Database, userId: number, active: boolean, actor: Actor, now: Date): Promise<UserSummary | undefined> {
+  return db.transaction(async (tx) => {
+    const { rowCount } = await tx.query(`UPDATE users SET active = $2, updated_at = $3 WHERE id = $1`, [userId, active, now]);
+    if (rowCount === 0) return undefined;
+    const revoked = active ? 0 : await revokeAllOfUser(tx, userId, 'user_deactivated', now);
+    await recordAdminAction(tx, { actor, action: active ? 'activate' : 'deactivate', targetKind: 'user', targetId: userId, at: now, detail: { revoked_tokens: revoked } });
+    return findUserSummary(tx, userId);
+  });
+}
+
+/** An administrator sets a new password: every session of the user ends. False when there is no such user. */
+export async function resetPassword(db: Database, userId: number, password: string, actor: Actor, now: Date): Promise<boolean> {
+  const passwordHash = await hashPassword(password);
+  return db.transaction(async (tx) => {
+    const { rowCount } = await tx.query(`UPDATE users SET password_hash = $2, updated_at = $3 WHERE id = $1`, [userId, passwordHash, now]);
+    if (rowCount === 0) return false;
+    const revoked = await revokeAllOfUser(tx, userId, 'password_changed', now);
+    await recordAdminAction(tx, { actor, action: 'reset_password', targetKind: 'user', targetId: userId, at: now, detail: { revoked_tokens: revoked } });
+    return true;
+  });
+}
+
+/** Deletes a user with its sessions and refresh tokens (the audit trail keeps its name). */
+export async function deleteUser(db: Database, userId: number, actor: Actor, now: Date): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    const { rowCount } = await tx.query(`DELETE FROM users WHERE id = $1`, [userId]);
+    if (rowCount === 0) return false;
+    await recordAdminAction(tx, { actor, action: 'delete', targetKind: 'user', targetId: userId, at: now });
+    return true;
+  });
+}

@@ -1,0 +1,115 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { findUserSummary, listUsers, type UserSummary } from '../accounts/accounts.repository.js';
+import { createUser, deleteUser, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, resetPassword, setUserActiveById } from '../accounts/users.service.js';
+import { principalOf } from '../auth/authenticate.js';
+import type { FeatureDeps } from '../deps.js';
+import { invalidField, notFound } from '../http/errors.js';
+import { problemResponses } from '../http/openapi.js';
+import { MarketplaceCode } from '../http/path-params.js';
+import { Id, IdParams, RoleSchema, Timestamp } from './admin-schemas.js';
+import { actorOf } from './admin-audit.repository.js';
+import { ADMIN_SECURITY, requireRole } from './admin-guard.js';
+import { ADMIN_PAGE_SIZE, decodeKey, LINK_HEADER, pageOf, PageQuery } from './admin-pages.js';
+import { withConstraints } from './db-conflicts.js';
+
+const Role = RoleSchema;
+const Password = Type.String({ minLength: PASSWORD_MIN_LENGTH, maxLength: PASSWORD_MAX_LENGTH });
+
+const User = Type.Object(
+  {
+    id: Type.Integer(),
+    username: Type.String(),
+    seller_id: Type.Union([Type.Integer(), Type.Null()], { description: 'null only for an admin bound to no seller.' }),
+    role: Role,
+    marketplace_code: Type.Union([Type.String(), Type.Null()]),
+    active: Type.Boolean(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { additionalProperties: false },
+);
+
+const present = (row: UserSummary) => ({ ...row, created_at: row.created_at.toISOString(), updated_at: row.updated_at.toISOString() });
+const noUser = () => notFound('There is no such user.');
+
+/** API users, for admins: never a password hash in a response. */
+export const adminUserRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {
+  const { db, clock } = deps;
+  app.addHook('onRequest', requireRole(deps, 'admin'));
+  const schema = { tags: ['admin'], security: ADMIN_SECURITY };
+
+  app.post('/api/v2/admin/users', {
+    schema: {
+      ...schema, operationId: 'adminCreateUser', summary: 'Create a user',
+      description: 'seller_id is the seller the login result names (optional for admins); a marketplace user also names its marketplace_code.',
+      body: Type.Object({
+        username: Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\u0000-\\u001f\\u007f]+$' }),
+        password: Password,
+        seller_id: Type.Optional(Id),
+        role: Type.Optional(Role),
+        marketplace_code: Type.Optional(MarketplaceCode),
+        active: Type.Optional(Type.Boolean()),
+      }, { additionalProperties: false }),
+      response: { 201: User, ...problemResponses(400, 401, 403, 409, 503) },
+    },
+  }, async (request, reply) => {
+    const body = request.body;
+    const role = body.role ?? 'seller';
+    if ((role === 'marketplace') !== (body.marketplace_code !== undefined)) throw invalidField('body.marketplace_code', 'is required for role marketplace, and only for it');
+    if (role !== 'admin' && body.seller_id === undefined) throw invalidField('body.seller_id', 'is required except for admins');
+    const input = { username: body.username, password: body.password, sellerId: body.seller_id ?? null, role, marketplaceCode: body.marketplace_code ?? null, active: body.active ?? true };
+    const user = await createUser(db, input, actorOf(principalOf(request)), clock.now());
+    return reply.code(201).send(present(user));
+  });
+
+  app.get('/api/v2/admin/users', {
+    schema: { ...schema, operationId: 'adminListUsers', summary: 'List users', description: 'In id order, paginated.', querystring: PageQuery, response: { 200: { ...Type.Array(User), headers: LINK_HEADER }, ...problemResponses(400, 401, 403, 503) } },
+  }, async (request, reply) => {
+    const limit = request.query.limit ?? ADMIN_PAGE_SIZE;
+    const rows = await listUsers(db, decodeKey(request.query.cursor, 0), limit + 1);
+    return pageOf(request, reply, rows, limit, (row) => row.id).map(present);
+  });
+
+  app.get('/api/v2/admin/users/:id', {
+    schema: { ...schema, operationId: 'adminGetUser', summary: 'Get a user', params: IdParams, response: { 200: User, ...problemResponses(400, 401, 403, 404, 503) } },
+  }, async (request) => {
+    const user = await findUserSummary(db, request.params.id);
+    if (!user) throw noUser();
+    return present(user);
+  });
+
+  app.patch('/api/v2/admin/users/:id', {
+    schema: {
+      ...schema, operationId: 'adminUpdateUser', summary: 'Activate or deactivate a user',
+      description: '`active: false` deactivates the user and revokes all their sessions and refresh tokens; activating again does not revive them.',
+      params: IdParams, body: Type.Object({ active: Type.Boolean() }, { additionalProperties: false }),
+      response: { 200: User, ...problemResponses(400, 401, 403, 404, 503) },
+    },
+  }, async (request) => {
+    const user = await setUserActiveById(db, request.params.id, request.body.active, actorOf(principalOf(request)), clock.now());
+    if (!user) throw noUser();
+    return present(user);
+  });
+
+  app.post('/api/v2/admin/users/:id/password', {
+    schema: {
+      ...schema, operationId: 'adminResetPassword', summary: 'Set a new password for a user', description: 'Ends every session of the user.',
+      params: IdParams, body: Type.Object({ password: Password }, { additionalProperties: false }),
+      response: { 204: Type.Null({ description: 'Password set' }), ...problemResponses(400, 401, 403, 404, 503) },
+    },
+  }, async (request, reply) => {
+    if (!(await resetPassword(db, request.params.id, request.body.password, actorOf(principalOf(request)), clock.now()))) throw noUser();
+    return reply.code(204).send(null);
+  });
+
+  app.delete('/api/v2/admin/users/:id', {
+    schema: {
+      ...schema, operationId: 'adminDeleteUser', summary: 'Delete a user', description: 'Removes the user with its sessions and refresh tokens; audit records keep its name.',
+      params: IdParams, response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(400, 401, 403, 404, 409, 503) },
+    },
+  }, async (request, reply) => {
+    if (!(await withConstraints('The user', () => deleteUser(db, request.params.id, actorOf(principalOf(request)), clock.now())))) throw noUser();
+    return reply.code(204).send(null);
+  });
+};

@@ -1,0 +1,132 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { loginOk, postRefresh } from '../auth/auth-test-kit.js';
+import { accessTokenFor, bearer, seedUser } from '../testing/fixtures.js';
+import { createTestApp, type TestContext } from '../testing/test-app.js';
+
+describe('administration over HTTP', () => {
+  let ctx: TestContext;
+  let admin: { authorization: string };
+  let adminId: number;
+  before(async () => {
+    ctx = await createTestApp();
+    const user = await seedUser(ctx.db, { role: 'admin', sellerId: 1 });
+    adminId = user.id;
+    admin = bearer(await accessTokenFor(ctx, user));
+  });
+  after(() => ctx.close());
+
+  const call = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: Record<string, unknown>, headers = admin) =>
+    ctx.app.inject({ method, url, headers, ...(payload ? { payload } : {}) });
+
+  test('only admins: 401 without credentials, 403 for other roles', async () => {
+    const seller = bearer(await accessTokenFor(ctx, await seedUser(ctx.db, { sellerId: 1 })));
+    const marketplace = bearer(await accessTokenFor(ctx, await seedUser(ctx.db, { sellerId: 1, role: 'marketplace', marketplaceCode: 'M0' })));
+    for (const url of ['/api/v2/admin/marketplaces', '/api/v2/admin/sellers', '/api/v2/admin/connections', '/api/v2/admin/users']) {
+      assert.equal((await ctx.app.inject({ url })).statusCode, 401, url);
+      assert.equal((await call('GET', url, undefined, seller)).statusCode, 403, url);
+      assert.equal((await call('GET', url, undefined, marketplace)).statusCode, 403, url);
+      assert.equal((await call('GET', url)).statusCode, 200, url);
+    }
+  });
+
+  test('marketplaces, sellers and connections: create, get, update, list, delete where safe, audited', async () => {
+    assert.equal((await call('POST', '/api/v2/admin/marketplaces', { code: 'ACME', name: 'Acme' })).statusCode, 201);
+    assert.equal((await call('POST', '/api/v2/admin/marketplaces', { code: 'ACME', name: 'Again' })).statusCode, 409);
+    assert.equal((await call('POST', '/api/v2/admin/marketplaces', { code: 'bad code', name: 'x' })).statusCode, 400);
+    assert.equal((await call('PATCH', '/api/v2/admin/marketplaces/ACME', { name: 'Acme Market' })).json().name, 'Acme Market');
+    assert.equal((await call('GET', '/api/v2/admin/marketplaces/ACME')).json().name, 'Acme Market');
+    assert.equal((await call('GET', '/api/v2/admin/marketplaces/NOPE')).statusCode, 404);
+    assert.equal((await call('POST', '/api/v2/admin/sellers', { id: 500, name: 'Five hundred' })).statusCode, 201);
+    assert.equal((await call('PATCH', '/api/v2/admin/sellers/500', { name: 'Renamed' })).json().name, 'Renamed');
+    const connection = await call('POST', '/api/v2/admin/connections', { seller_id: 500, marketplace_code: 'ACME' });
+    assert.equal(connection.statusCode, 201);
+    const missing = await call('POST', '/api/v2/admin/connections', { seller_id: 501, marketplace_code: 'ACME' });
+    assert.equal(missing.statusCode, 409);
+    assert.match(missing.json().detail, /There is no seller 501/);
+    const filtered = (await call('GET', '/api/v2/admin/connections?seller_id=500')).json() as { id: number }[];
+    assert.deepEqual(filtered.map((c) => c.id), [connection.json().id]);
+    // In use: refused, nothing deleted.
+    const inUse = await call('DELETE', '/api/v2/admin/marketplaces/ACME');
+    assert.equal(inUse.statusCode, 409);
+    assert.match(inUse.json().detail, /still in use \(marketplace_connections\)/);
+    assert.equal((await call('DELETE', `/api/v2/admin/connections/${connection.json().id}`)).statusCode, 204);
+    assert.equal((await call('DELETE', '/api/v2/admin/marketplaces/ACME')).statusCode, 204);
+    assert.equal((await call('DELETE', '/api/v2/admin/sellers/500')).statusCode, 204);
+    assert.equal((await call('DELETE', '/api/v2/admin/sellers/500')).statusCode, 404);
+    const { rows } = await ctx.db.query<{ actor: string; action: string; target_kind: string; target_id: string }>(
+      `SELECT actor, action, target_kind, target_id FROM admin_audit WHERE target_id IN ('ACME', '500') ORDER BY id`,
+    );
+    assert.deepEqual(rows.map((r) => `${r.actor} ${r.action} ${r.target_kind} ${r.target_id}`), [
+      `user:${adminId} create marketplace ACME`,
+      `user:${adminId} update marketplace ACME`,
+      `user:${adminId} create seller 500`,
+      `user:${adminId} update seller 500`,
+      `user:${adminId} delete marketplace ACME`,
+      `user:${adminId} delete seller 500`,
+    ]);
+  });
+
+  test('lists are paginated with Link rel="next" until the last page', async () => {
+    for (let id = 600; id < 605; id++) assert.equal((await call('POST', '/api/v2/admin/sellers', { id, name: `S${id}` })).statusCode, 201);
+    const seen: number[] = [];
+    let url: string | undefined = '/api/v2/admin/sellers?limit=2';
+    let pages = 0;
+    while (url) {
+      const response = await call('GET', url);
+      assert.equal(response.statusCode, 200);
+      seen.push(...(response.json() as { id: number }[]).map((s) => s.id));
+      url = /<([^>]+)>; rel="next"/.exec(String(response.headers.link ?? ''))?.[1];
+      pages++;
+    }
+    assert.ok(pages >= 3);
+    assert.deepEqual(seen, [...seen].sort((a, b) => a - b));
+    for (let id = 600; id < 605; id++) assert.ok(seen.includes(id));
+    assert.equal((await call('GET', '/api/v2/admin/sellers?cursor=garbage')).statusCode, 400);
+  });
+
+  test('users: create (admins without a seller), get, list without password hashes, delete', async () => {
+    const created = await call('POST', '/api/v2/admin/users', { username: 'root2', password: 'long enough pw', role: 'admin' });
+    assert.equal(created.statusCode, 201, created.body);
+    assert.equal(created.json().seller_id, null);
+    const login = await loginOk(ctx, { username: 'root2', password: 'long enough pw' });
+    assert.equal(login.seller_id, 0);
+    assert.equal((await call('POST', '/api/v2/admin/users', { username: 'nos', password: 'long enough pw' })).statusCode, 400, 'a seller user needs a seller');
+    assert.equal((await call('POST', '/api/v2/admin/users', { username: 'short', password: 'x', seller_id: 1 })).statusCode, 400);
+    const list = await call('GET', '/api/v2/admin/users');
+    assert.ok(!list.body.includes('argon2'));
+    assert.equal((await call('DELETE', `/api/v2/admin/users/${created.json().id}`)).statusCode, 204);
+    assert.equal((await call('GET', `/api/v2/admin/users/${created.json().id}`)).statusCode, 404);
+    assert.equal((await postRefresh(ctx, login.refresh_token)).statusCode, 401);
+  });
+
+  test('deactivating a user revokes every session; activating again does not revive them', async () => {
+    const user = await seedUser(ctx.db, { sellerId: 1 });
+    const sessions = [await loginOk(ctx, user), await loginOk(ctx, user)];
+    const off = await call('PATCH', `/api/v2/admin/users/${user.id}`, { active: false });
+    assert.equal(off.statusCode, 200);
+    assert.equal(off.json().active, false);
+    const on = await call('PATCH', `/api/v2/admin/users/${user.id}`, { active: true });
+    assert.equal(on.json().active, true);
+    for (const session of sessions) assert.equal((await postRefresh(ctx, session.refresh_token)).statusCode, 401);
+    // The user logs in again normally.
+    await loginOk(ctx, user);
+  });
+
+  test('an admin sets a new password: the old one stops working and every session ends', async () => {
+    const user = await seedUser(ctx.db, { sellerId: 1 });
+    const session = await loginOk(ctx, user);
+    assert.equal((await call('POST', `/api/v2/admin/users/${user.id}/password`, { password: 'brand new password' })).statusCode, 204);
+    assert.equal((await postRefresh(ctx, session.refresh_token)).statusCode, 401);
+    await loginOk(ctx, { username: user.username, password: 'brand new password' });
+    assert.equal((await ctx.app.inject({ method: 'POST', url: '/api/v2/auth/login', payload: { username: user.username, password: user.password } })).statusCode, 401);
+  });
+
+  test('the admin routes are in the OpenAPI document with operation ids', async () => {
+    const doc = (await ctx.app.inject({ url: '/openapi.json' })).json() as { paths: Record<string, Record<string, { operationId?: string }>> };
+    for (const path of ['/api/v2/admin/marketplaces', '/api/v2/admin/sellers/{id}', '/api/v2/admin/connections', '/api/v2/admin/users/{id}', '/api/v2/admin/api-keys', '/api/v2/auth/password', '/.well-known/jwks.json']) {
+      assert.ok(doc.paths[path], path);
+      for (const operation of Object.values(doc.paths[path]!)) assert.ok(operation.operationId, path);
+    }
+  });
+});

@@ -1,0 +1,110 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { Principal } from '../auth/access-tokens.js';
+import { findApiKey, listApiKeys, type ApiKeyRow } from '../auth/api-keys.repository.js';
+import { createApiKey, revokeApiKeyById } from '../auth/api-keys.service.js';
+import { principalOf } from '../auth/authenticate.js';
+import type { FeatureDeps } from '../deps.js';
+import { AppError, notFound } from '../http/errors.js';
+import { problemResponses } from '../http/openapi.js';
+import { MarketplaceCode } from '../http/path-params.js';
+import { Id, IdParams, RoleSchema } from './admin-schemas.js';
+import { actorOf } from './admin-audit.repository.js';
+import { ADMIN_SECURITY, requireRole } from './admin-guard.js';
+import { ADMIN_PAGE_SIZE, decodeKey, LINK_HEADER, pageOf, PageQuery } from './admin-pages.js';
+
+const Role = RoleSchema;
+const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
+
+const ApiKey = Type.Object(
+  {
+    id: Type.Integer(),
+    name: Type.String(),
+    prefix: Type.String({ description: 'The first characters of the key, to tell keys apart. The key itself is never shown again.' }),
+    role: Role,
+    marketplace_code: Nullable(Type.String()),
+    seller_id: Type.Union([Type.Integer(), Type.Null()]),
+    created_at: Type.String({ format: 'date-time' }),
+    created_by: Type.String({ description: '`user:<id>`, `api_key:<id>` or `cli`.' }),
+    last_used_at: Nullable(Type.String({ format: 'date-time' })),
+    revoked_at: Nullable(Type.String({ format: 'date-time' })),
+  },
+  { additionalProperties: false },
+);
+const CreatedApiKey = Type.Object({ ...ApiKey.properties, key: Type.String({ description: 'The key, shown only in this response: `plz_` and 43 characters.' }) }, { additionalProperties: false });
+
+function present(row: ApiKeyRow) {
+  return {
+    id: row.id,
+    name: row.name,
+    prefix: row.key_prefix,
+    role: row.role,
+    marketplace_code: row.marketplace_code,
+    seller_id: row.seller_id,
+    created_at: row.created_at.toISOString(),
+    created_by: row.created_by,
+    last_used_at: row.last_used_at?.toISOString() ?? null,
+    revoked_at: row.revoked_at?.toISOString() ?? null,
+  };
+}
+
+/** A marketplace's credentials see and make only keys of their own marketplace; admins see all. */
+const scopeOf = (principal: Principal): string | undefined => (principal.role === 'admin' ? undefined : (principal.marketplaceCode ?? ''));
+const noKey = () => notFound('There is no API key with this id.');
+
+export const apiKeyRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {
+  const { db, clock } = deps;
+  app.addHook('onRequest', requireRole(deps, 'admin', 'marketplace'));
+  const schema = { tags: ['admin'], security: ADMIN_SECURITY };
+
+  app.post('/api/v2/admin/api-keys', {
+    schema: {
+      ...schema, operationId: 'createApiKey', summary: 'Create an API key',
+      description: 'Returns the key once. It is sent as `Authorization: Bearer <key>` and acts like a user of its role: an admin key everywhere, a marketplace key for its marketplace (including events of every seller connected to it), a seller key for its seller. Marketplace credentials may create keys of their own marketplace only.',
+      body: Type.Object({
+        name: Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' }),
+        role: Role,
+        marketplace_code: Type.Optional(MarketplaceCode),
+        seller_id: Type.Optional(Id),
+      }, { additionalProperties: false }),
+      response: { 201: CreatedApiKey, ...problemResponses(400, 401, 403, 503) },
+    },
+  }, async (request, reply) => {
+    const principal = principalOf(request);
+    const body = request.body;
+    let marketplaceCode = body.marketplace_code;
+    if (principal.role === 'marketplace') {
+      if (body.role !== 'marketplace' || (marketplaceCode !== undefined && marketplaceCode !== principal.marketplaceCode)) {
+        throw new AppError('forbidden', 'Marketplace credentials may create marketplace keys of their own marketplace only.');
+      }
+      marketplaceCode = principal.marketplaceCode ?? undefined;
+    }
+    const { row, key } = await createApiKey(db, { name: body.name.trim(), role: body.role, marketplaceCode, sellerId: body.seller_id }, actorOf(principal), clock.now());
+    return reply.code(201).header('cache-control', 'no-store').send({ ...present(row), key });
+  });
+
+  app.get('/api/v2/admin/api-keys', {
+    schema: { ...schema, operationId: 'listApiKeys', summary: 'List API keys', description: 'In id order, paginated, revoked ones included. Never the key itself.', querystring: PageQuery, response: { 200: { ...Type.Array(ApiKey), headers: LINK_HEADER }, ...problemResponses(400, 401, 403, 503) } },
+  }, async (request, reply) => {
+    const limit = request.query.limit ?? ADMIN_PAGE_SIZE;
+    const scope = scopeOf(principalOf(request));
+    const rows = await listApiKeys(db, { afterId: decodeKey(request.query.cursor, 0), limit: limit + 1, ...(scope === undefined ? {} : { marketplaceCode: scope }) });
+    return pageOf(request, reply, rows, limit, (row) => row.id).map(present);
+  });
+
+  app.get('/api/v2/admin/api-keys/:id', {
+    schema: { ...schema, operationId: 'getApiKey', summary: 'Get an API key', params: IdParams, response: { 200: ApiKey, ...problemResponses(400, 401, 403, 404, 503) } },
+  }, async (request) => {
+    const row = await findApiKey(db, request.params.id, scopeOf(principalOf(request)));
+    if (!row) throw noKey();
+    return present(row);
+  });
+
+  app.delete('/api/v2/admin/api-keys/:id', {
+    schema: { ...schema, operationId: 'revokeApiKey', summary: 'Revoke an API key', description: 'Every process refuses the key from the next request on (401). The record stays for the audit trail.', params: IdParams, response: { 204: Type.Null({ description: 'Revoked' }), ...problemResponses(400, 401, 403, 404, 503) } },
+  }, async (request, reply) => {
+    const principal = principalOf(request);
+    await revokeApiKeyById(db, request.params.id, actorOf(principal), clock.now(), scopeOf(principal));
+    return reply.code(204).send(null);
+  });
+};

@@ -1,0 +1,41 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { FeatureDeps } from '../deps.js';
+
+const Jwk = Type.Object(
+  {
+    kty: Type.String({ examples: ['OKP'] }),
+    crv: Type.String({ examples: ['Ed25519'] }),
+    x: Type.String(),
+    kid: Type.String(),
+    alg: Type.String({ examples: ['EdDSA'] }),
+    use: Type.String({ examples: ['sig'] }),
+  },
+  { additionalProperties: false },
+);
+
+/**
+ * The public keys that verify Plaza's access tokens (RFC 7517), for other services: a verifier
+ * such as jose's createRemoteJWKSet finds a token's key by kid, and fetches again when it meets a
+ * kid it does not know, which is how a rotation reaches it.
+ */
+export const jwksRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, { keys, config }) => {
+  app.get(
+    '/.well-known/jwks.json',
+    {
+      schema: {
+        tags: ['auth'],
+        operationId: 'getJwks',
+        summary: 'Public keys of the access tokens (JWKS)',
+        description: 'Every key that may have signed a still-valid access token, and a rotated-in key before it starts signing. Cacheable for JWKS_MAX_AGE_SECONDS.',
+        response: { 200: Type.Object({ keys: Type.Array(Jwk) }, { additionalProperties: false }) },
+      },
+    },
+    async (_request, reply) => {
+      // The answer is the same for everyone and holds no secret: shared caches may keep it.
+      reply.header('cache-control', `public, max-age=${config.JWKS_MAX_AGE_SECONDS}`);
+      // Only the public members, whatever else a configured JWK carried.
+      return { keys: keys.jwks.map((jwk) => ({ kty: String(jwk.kty), crv: String(jwk.crv), x: String(jwk.x), kid: String(jwk.kid), alg: String(jwk.alg), use: String(jwk.use) })) };
+    },
+  );
+};

@@ -1,0 +1,44 @@
+import { findUserById } from '../accounts/accounts.repository.js';
+import type { FeatureDeps } from '../deps.js';
+import { AppError } from '../http/errors.js';
+import type { UserPrincipal } from './access-tokens.js';
+import { recordAuthEvent, type RequestOrigin } from './auth-events.repository.js';
+import type { LoginLimiter } from './login-limits.js';
+import { hashPassword, verifyPassword } from './passwords.js';
+import { revokeAllOfUser } from './sessions.repository.js';
+
+/**
+ * A user changes their own password. The current password is required (a stolen access token
+ * alone cannot take the account over) and is counted by the login limits like a login, so it
+ * cannot be guessed faster through this route. Every other session ends; this one goes on.
+ */
+export async function changeOwnPassword(
+  { db, clock }: Pick<FeatureDeps, 'db' | 'clock'>,
+  limiter: LoginLimiter,
+  principal: UserPrincipal,
+  input: { currentPassword: string; newPassword: string; origin: RequestOrigin },
+): Promise<void> {
+  const now = clock.now();
+  const user = await findUserById(db, principal.userId);
+  if (!user || !user.active) throw new AppError('user_inactive', 'The user is disabled.');
+  // The account the login limits count for this user (as login-account.ts names it).
+  const limiterKey = `user:${user.id}`;
+  const decision = await limiter.attempt(limiterKey, input.origin.ip, now);
+  if (!decision.allowed) {
+    throw new AppError('rate_limited', `Too many failed attempts; retry in ${decision.retryAfterSeconds} s.`, {
+      headers: { 'retry-after': String(decision.retryAfterSeconds) },
+      extensions: { retry_after: decision.retryAfterSeconds },
+    });
+  }
+  if (!(await verifyPassword(user.password_hash, input.currentPassword))) {
+    await recordAuthEvent(db, { type: 'login_failed', at: now, origin: input.origin, userId: user.id, username: user.username, detail: { reason: 'wrong_current_password' } });
+    throw new AppError('invalid_credentials', 'The current password is wrong.');
+  }
+  await limiter.succeeded(limiterKey, input.origin.ip, now);
+  const passwordHash = await hashPassword(input.newPassword);
+  await db.transaction(async (tx) => {
+    await tx.query(`UPDATE users SET password_hash = $2, updated_at = $3 WHERE id = $1`, [user.id, passwordHash, now]);
+    const revoked = await revokeAllOfUser(tx, user.id, 'password_changed', now, principal.sessionId);
+    await recordAuthEvent(tx, { type: 'password_changed', at: now, origin: input.origin, userId: user.id, username: user.username, sessionId: principal.sessionId, detail: { revoked_tokens: revoked } });
+  });
+}

@@ -1,0 +1,57 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import type { Config } from '../config.js';
+import type { Database } from '../db/database.js';
+import { projectRoot } from '../paths.js';
+import type { CliContext } from './command.js';
+import { runCli } from './run.js';
+
+export interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+  /** Whether the command asked for the database (it must not, for help and mistakes). */
+  openedDatabase: boolean;
+}
+
+/** Runs `plaza <args>` in-process on the given database (undefined: asking for one fails the run). */
+export async function runInProcess(args: string[], options: { db?: Database; config?: Config; stdin?: string; now?: Date } = {}): Promise<CliRun> {
+  let stdout = '';
+  let stderr = '';
+  let openedDatabase = false;
+  const ctx: CliContext = {
+    config: () => {
+      if (!options.config) throw new Error('this run has no configuration');
+      return options.config;
+    },
+    database: async () => {
+      openedDatabase = true;
+      if (!options.db) throw new Error('this run has no database');
+      return options.db;
+    },
+    stdin: Readable.from([options.stdin ?? '']),
+    out: (text) => void (stdout += `${text}\n`),
+    err: (text) => void (stderr += `${text}\n`),
+    now: () => options.now ?? new Date(),
+  };
+  const code = await runCli(args, ctx);
+  return { code, stdout, stderr, openedDatabase };
+}
+
+const CLI = join(projectRoot, 'dist/src/main.js');
+
+/** Runs `plaza …` as a separate process, as a user would. */
+export function runProcess(env: Record<string, string>, args: string[], stdin = '', timeoutMs = 120_000): Promise<Omit<CliRun, 'openedDatabase'>> {
+  return new Promise((resolve, reject) => {
+    // The timeout ends a process that should have exited but runs on (a server that should have refused to start).
+    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', ...env }, timeout: timeoutMs });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    child.stdin.end(stdin);
+  });
+}

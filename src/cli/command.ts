@@ -1,0 +1,104 @@
+import type { ParseArgsConfig } from 'node:util';
+import type { Config } from '../config.js';
+import type { Database } from '../db/database.js';
+import { CODE_PATTERN } from '../http/path-params.js';
+import { UsageError } from './usage-error.js';
+
+/**
+ * What a command may use. Everything that touches the outside is here, so that tests run
+ * commands in-process with their own database, input and output.
+ */
+export interface CliContext {
+  /** The configuration from the environment (a ConfigError names a bad variable). */
+  config(): Config;
+  /**
+   * The database, opened (and migrated unless told not to) on first use. Commands call it only after their arguments
+   * are validated: a typo never opens (or migrates) anything.
+   */
+  database(options?: { migrate?: boolean }): Promise<Database>;
+  stdin: NodeJS.ReadableStream;
+  out(text: string): void;
+  /** Notes for the person at the terminal (standard error), kept apart from the output a script reads. */
+  err(text: string): void;
+  now(): Date;
+}
+
+export type Options = NonNullable<ParseArgsConfig['options']>;
+
+export interface Input {
+  positionals: string[];
+  values: Record<string, string | boolean | undefined>;
+  /** The arguments after the command's name, as given. */
+  args: string[];
+}
+
+/** One CLI command: its words, its usage line, its options, and what it does. */
+export interface Command {
+  /** The words that select it: `users add`. */
+  name: string;
+  /** What follows the name in the usage line: `<username> [--seller <id>]`. */
+  args: string;
+  summary: string;
+  options?: Options;
+  /** Longer help, printed by `plaza help <command>`. */
+  details?: string;
+  run(input: Input, ctx: CliContext): Promise<void>;
+}
+
+export const usageOf = (command: Command) => `plaza ${command.name}${command.args ? ` ${command.args}` : ''}`;
+
+const CODE = new RegExp(CODE_PATTERN);
+
+export function requireText(value: string | boolean | undefined, name: string): string {
+  if (typeof value !== 'string' || value.trim() === '') throw new UsageError(`${name} is required.`);
+  return value.trim();
+}
+
+export function requireCode(value: string | boolean | undefined, name = '<code>'): string {
+  const code = requireText(value, name);
+  if (!CODE.test(code)) throw new UsageError(`${name} may hold only letters, digits, "_" and "-" (1 to 100).`);
+  return code;
+}
+
+export function requireId(value: string | boolean | undefined, name: string): number {
+  const text = requireText(value, name);
+  if (!/^[1-9][0-9]{0,8}$/.test(text)) throw new UsageError(`${name} must be a positive integer.`);
+  return Number(text);
+}
+
+export function optional<T>(value: string | boolean | undefined, parse: (value: string) => T): T | undefined {
+  return value === undefined ? undefined : parse(value as string);
+}
+
+/** Secrets come from standard input, never from an argument (which `ps` would show). */
+export async function readStdin(stdin: NodeJS.ReadableStream, prompt: string): Promise<string> {
+  if ((stdin as NodeJS.ReadStream).isTTY) process.stderr.write(`${prompt} (then Enter and Ctrl-D): `);
+  const chunks: Buffer[] = [];
+  for await (const chunk of stdin) chunks.push(Buffer.from(chunk as Buffer));
+  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+}
+
+export async function readPassword(stdin: NodeJS.ReadableStream): Promise<string> {
+  const password = await readStdin(stdin, 'Password');
+  if (password.length < 8) throw new UsageError('The password (read from standard input) must have at least 8 characters.');
+  if (password.length > 1024) throw new UsageError('The password may have at most 1024 characters.');
+  return password;
+}
+
+/** Rows as aligned columns with a header: readable, and still easy to cut or awk. */
+export function table(header: string[], rows: (string | number | boolean | null | Date)[][]): string {
+  const cells = [header, ...rows.map((row) => row.map((cell) => (cell === null ? '-' : cell instanceof Date ? cell.toISOString() : String(cell))))];
+  const widths = header.map((_, i) => Math.max(...cells.map((row) => row[i]!.length)));
+  return cells.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ')).join('\n');
+}
+
+/** Reads every page of a keyset-paginated list. */
+export async function readAll<T>(fetch: (after: T | undefined) => Promise<T[]>): Promise<T[]> {
+  const all: T[] = [];
+  for (;;) {
+    const page = await fetch(all.at(-1));
+    all.push(...page);
+    if (page.length < CLI_PAGE) return all;
+  }
+}
+export const CLI_PAGE = 1000;

@@ -1,0 +1,116 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import pino from 'pino';
+import { createTestApp, type TestContext } from '../testing/test-app.js';
+import { claim, createDeliverer } from './deliver.js';
+import { completeAttempts } from './complete.js';
+import { clockOffsetMs } from './database-clock.js';
+import { Receiver, seedDelivery, seedWebhook } from './delivery-test-kit.js';
+import { startDeliveryWorker } from './worker.js';
+
+const logger = pino({ level: 'silent' });
+
+/** Issue 10, problems 2 and 3: tenants share the workers fairly, and workers share the backlog. */
+describe('fair claiming between tenants and workers', () => {
+  let ctx: TestContext;
+  let healthy: Receiver;
+  let hanging: Receiver;
+  before(async () => {
+    ctx = await createTestApp({
+      DELIVERY_CONCURRENCY: '20',
+      DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK: '10',
+      DELIVERY_TENANT_SHARE: '0.5',
+      DELIVERY_TIMEOUT_MS: '60000',
+      DELIVERY_LEASE_SECONDS: '120',
+      DELIVERY_POLL_INTERVAL_MS: '50',
+      SHUTDOWN_TIMEOUT_MS: '0',
+    });
+    healthy = await Receiver.start();
+    hanging = await Receiver.start();
+    hanging.hangAll();
+  });
+  after(async () => {
+    await hanging.close();
+    await healthy.close();
+    await ctx.close();
+  });
+  beforeEach(async () => {
+    await ctx.db.exec(`DELETE FROM deliveries; DELETE FROM events; DELETE FROM webhooks;`);
+  });
+
+  test("a tenant with 10 hanging webhooks holds at most its share; another tenant's notifications keep arriving", async () => {
+    for (let i = 0; i < 10; i++) {
+      const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: hanging.url(`/a${i}`), tenantKind: 'seller', tenantId: '1' });
+      for (let n = 0; n < 20; n++) await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
+    }
+    const b = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: healthy.url('/b'), tenantKind: 'seller', tenantId: '2' });
+    const worker = await startDeliveryWorker({ ...ctx, logger });
+    try {
+      // Tenant A's 200 due deliveries on 10 webhooks could fill all 20 slots (10 per webhook): it gets 10.
+      await hanging.waitFor(10);
+      for (let n = 1; n <= 5; n++) {
+        await seedDelivery(ctx.db, b, { now: ctx.clock.now() });
+        const arrived = await Promise.race([healthy.waitFor(n).then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), 3000))]);
+        assert.ok(arrived, `tenant B's notification ${n} did not arrive while tenant A's receivers hang`);
+      }
+      assert.equal(hanging.requests.length, 10);
+      const { rows } = await ctx.db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE w.tenant_id = '1' AND d.status = 'delivering'`,
+      );
+      assert.equal(rows[0]!.n, 10);
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  test('4 workers claiming one backlog at once: each gets work while work remains, no row twice, caps hold', async () => {
+    const webhooks = [];
+    for (let tenant = 1; tenant <= 4; tenant++) {
+      for (let i = 0; i < 5; i++) webhooks.push(await seedWebhook(ctx.db, ctx.keys, { callbackUrl: healthy.url(), tenantKind: 'seller', tenantId: String(tenant) }));
+    }
+    const total = webhooks.length * 20;
+    await ctx.db.query(
+      `INSERT INTO events (event_id, marketplace_code, topic, seller_id, entity_id, body, delivery_count, request_hash, created_at)
+       SELECT 'bulk-' || n, 'mkt', 'publication/update', 1, n::text, '{}'::json, 1, 'x', $1 FROM generate_series(1, $2::int) n`,
+      [ctx.clock.now(), total],
+    );
+    await ctx.db.query(
+      `INSERT INTO deliveries (event_id, webhook_id, entity_key, message_id, status, next_attempt_at, created_at, updated_at)
+       SELECT e.id, ($2::bigint[])[1 + (row_number() OVER (ORDER BY e.id) - 1) % $3], e.entity_id, 'msg_' || e.id, 'pending', $1, $1, $1
+         FROM events e WHERE e.event_id LIKE 'bulk-%'`,
+      [ctx.clock.now(), webhooks.map((webhook) => webhook.id), webhooks.length],
+    );
+    const workers = [1, 2, 3, 4].map((n) => createDeliverer({ ...ctx, workerId: `w${n}` }));
+    const seen = new Set<number>();
+    try {
+      let rounds = 0;
+      while (seen.size < total) {
+        assert.ok(++rounds < 50, 'the backlog was not drained');
+        const batches = await Promise.all(workers.map((worker) => claim(worker, 15)));
+        // Work remains (at least 15 per worker) in every round but the last: every worker got some.
+        if (total - seen.size >= 60) batches.forEach((batch, index) => assert.ok(batch.length > 0, `worker ${index + 1} got nothing in round ${rounds}`));
+        const { rows } = await ctx.db.query<{ n: number }>(
+          `SELECT coalesce(max(n), 0)::int AS n FROM (SELECT count(*) AS n FROM deliveries WHERE status = 'delivering' GROUP BY webhook_id) s`,
+        );
+        assert.ok(rows[0]!.n <= 10, `a webhook has ${rows[0]!.n} in flight`);
+        for (const [index, batch] of batches.entries()) {
+          for (const delivery of batch) {
+            assert.ok(!seen.has(delivery.id), `delivery ${delivery.id} claimed twice`);
+            seen.add(delivery.id);
+          }
+          const recorded = await completeAttempts(
+            ctx.db,
+            batch.map((delivery) => ({ deliveryId: delivery.id, webhookId: delivery.webhook_id, startedAt: ctx.clock.now(), durationMs: 1, statusCode: 200, error: null, responseBody: null, outcome: { kind: 'succeeded' as const } })),
+            { workerId: workers[index]!.workerId, clockOffsetMs: clockOffsetMs(ctx.clock), disableAfterDays: 5 },
+          );
+          assert.equal(recorded.recorded.size, batch.length);
+        }
+      }
+      const { rows } = await ctx.db.query<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM deliveries GROUP BY status`);
+      assert.deepEqual(rows, [{ status: 'succeeded', n: total }]);
+      assert.equal((await ctx.db.query(`SELECT 1 FROM delivery_attempts`)).rowCount, total);
+    } finally {
+      await Promise.all(workers.map((worker) => worker.close()));
+    }
+  });
+});

@@ -1,0 +1,43 @@
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { projectRoot } from './paths.js';
+
+/** What the project says about itself must hold in a clone of the repository (issue 13, item 16). */
+const read = (path: string) => readFileSync(join(projectRoot, path), 'utf8');
+const documents = ['README.md', ...readdirSync(join(projectRoot, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
+
+test('no document links outside the repository', () => {
+  for (const path of documents) {
+    const depth = path.split('/').length - 1;
+    for (const [, target] of read(path).matchAll(/\]\(([^)\s]+)\)/g)) {
+      if (/^(https?:|mailto:|#)/.test(target!)) continue;
+      const ups = target!.split('/').filter((segment) => segment === '..').length;
+      assert.ok(ups <= depth, `${path} links to ${target}, outside the repository`);
+      assert.doesNotMatch(target!, /shared\/spec/, `${path} links to ${target}`);
+    }
+  }
+});
+
+test('the README states the retry schedule of docs/delivery.md, not "a day"', () => {
+  const readme = read('README.md');
+  assert.doesNotMatch(readme, /retried for a day/);
+  assert.match(read('docs/delivery.md'), /11 attempts over about 47 hours/);
+  assert.match(readme, /11 attempts over about 47 hours/);
+});
+
+test('the 8-character password minimum is documented', () => {
+  assert.match(read('docs/authentication.md'), /at least 8\s+characters/);
+});
+
+test('engines, README and CI name the same Node lines, and not Node 20', () => {
+  const engines = (JSON.parse(read('package.json')) as { engines: { node: string } }).engines.node;
+  assert.equal(engines, '^22.12.0 || >=24.0.0');
+  const readme = read('README.md');
+  assert.match(readme, /Node\.js 22 \(22\.12\+\) or 24/);
+  assert.doesNotMatch(readme, /20\.19\+/);
+  const ci = read('.ci/run');
+  assert.match(ci, /for major in 22 24/);
+  assert.match(ci, /run_suite\nPATH="\$NODE24_PATH" run_suite/);
+});

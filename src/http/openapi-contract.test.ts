@@ -1,0 +1,82 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { projectRoot } from '../paths.js';
+import { createTestApp, type TestContext } from '../testing/test-app.js';
+
+interface Operation {
+  operationId?: string;
+  parameters?: { name: string; in: string; required?: boolean }[];
+  responses: Record<string, { headers?: Record<string, unknown> }>;
+}
+
+const REDOCLY = join(projectRoot, 'node_modules', '@redocly', 'cli', 'bin', 'cli.js');
+
+describe('the OpenAPI document', () => {
+  let ctx: TestContext;
+  let document: { paths: Record<string, Record<string, Operation>> };
+  const dir = mkdtempSync(join(tmpdir(), 'plaza-openapi-'));
+  before(async () => {
+    ctx = await createTestApp();
+    document = (await ctx.app.inject({ url: '/openapi.json' })).json();
+  });
+  after(async () => {
+    await ctx.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const operations = () => Object.entries(document.paths).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ path, method, op })));
+
+  test('passes `redocly lint` with the recommended-strict rules: 0 errors, 0 warnings', () => {
+    const file = join(dir, 'openapi.json');
+    writeFileSync(file, JSON.stringify(document));
+    const result = spawnSync(process.execPath, [REDOCLY, 'lint', file, '--extends', 'recommended-strict', '--format', 'json'], {
+      encoding: 'utf8',
+      // Offline: no telemetry, no update check.
+      env: { PATH: process.env.PATH ?? '', HOME: dir, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', CI: 'true' },
+      timeout: 90_000,
+      maxBuffer: 32 * 1024 * 1024,
+    });
+    const output = JSON.parse(result.stdout.slice(result.stdout.indexOf('{'))) as { totals: { errors: number; warnings: number }; problems: { ruleId: string; message: string }[] };
+    assert.deepEqual(output.problems.map((p) => `${p.ruleId}: ${p.message}`), []);
+    assert.equal(output.totals.errors, 0);
+    assert.equal(result.status, 0, result.stderr);
+  });
+
+  test('every operation has a unique operationId', () => {
+    const ids = operations().map(({ op }) => op.operationId);
+    assert.ok(ids.every(Boolean), 'no operation without operationId');
+    assert.equal(new Set(ids).size, ids.length);
+    assert.ok(ids.includes('createWebhook') && ids.includes('postEvent') && ids.includes('login'));
+  });
+
+  test('the headers Plaza sends are declared', () => {
+    for (const { path, method, op } of operations()) {
+      for (const [status, response] of Object.entries(op.responses)) {
+        assert.ok(response.headers?.['X-Request-Id'], `${method} ${path} ${status}: X-Request-Id`);
+        if (status === '429' || status === '503') assert.ok(response.headers?.['Retry-After'], `${method} ${path} ${status}: Retry-After`);
+        if (status === '401') assert.ok(response.headers?.['WWW-Authenticate'], `${method} ${path} ${status}: WWW-Authenticate`);
+      }
+    }
+    assert.ok(document.paths['/v1/{marketplace_code}/webhooks']!.post!.responses['201']!.headers!.Location);
+    assert.ok(document.paths['/v1/{marketplace_code}/webhooks']!.get!.responses['200']!.headers!.Link);
+    assert.ok(document.paths['/v1/{marketplace_code}/webhooks/{code}/deliveries']!.get!.responses['200']!.headers!.Link);
+  });
+
+  test('413, 415, 429 and 503 are declared where they can happen', () => {
+    const events = document.paths['/v1/{marketplace_code}/events']!.post!.responses;
+    for (const status of ['413', '415', '429', '503']) assert.ok(events[status], `events ${status}`);
+    for (const path of ['/v1/{marketplace_code}/webhooks/{code}/deliveries/{id}/retry', '/v1/{marketplace_code}/webhooks/{code}/replay', '/v1/{marketplace_code}/webhooks/{code}/test']) {
+      assert.ok(document.paths[path]!.post!.responses['429'], `${path} 429`);
+    }
+    for (const { path, method, op } of operations()) if (path !== '/healthz') assert.ok(op.responses['503'], `${method} ${path} 503`);
+  });
+
+  test('limit on /api/v2/products is optional, as it is', async () => {
+    const limit = document.paths['/api/v2/products']!.get!.parameters!.find((p) => p.name === 'limit');
+    assert.equal(limit?.required ?? false, false);
+  });
+});

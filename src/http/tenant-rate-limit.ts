@@ -1,0 +1,55 @@
+import type { Principal } from '../auth/access-tokens.js';
+import type { Clock } from '../clock.js';
+import type { Config } from '../config.js';
+import { AppError } from './errors.js';
+import { TokenBuckets } from './token-buckets.js';
+
+/**
+ * Per-tenant rate limits on what makes Plaza send to third parties: event intake (each event fans
+ * out to every matching webhook), delivery retry, replay and test notifications. One tenant using
+ * its whole budget leaves every other tenant's untouched.
+ *
+ * Decision: token buckets in each API process's memory, not in the database. A limit check costs no
+ * query and cannot itself be a load on the shared database; the price is that N API processes allow
+ * N times the configured rate (documented in docs/configuration.md and docs/reliability.md). The
+ * limits are a guard against amplification, not a billing quota, so that is the right trade.
+ */
+export type TenantAction = 'events' | 'retry' | 'replay' | 'test';
+
+export interface TenantRateLimits {
+  /** Takes one unit of `action` for the principal's tenant, or throws 429 rate_limited with Retry-After. */
+  take(principal: Principal, action: TenantAction): void;
+}
+
+/** The tenant a limit counts against: the seller, the marketplace, or one admin user (admins are operators, not one tenant). */
+export function tenantKey(principal: Principal): string {
+  if (principal.role === 'admin') return `admin:${principal.userId}`;
+  if (principal.role === 'marketplace') return `marketplace:${principal.marketplaceCode ?? ''}`;
+  return `seller:${principal.sellerId}`;
+}
+
+const perMinute = (count: number) => ({ capacity: count, perSecond: count / 60 });
+
+export function createTenantRateLimits(config: Config, clock: Clock): TenantRateLimits {
+  const settings: Record<TenantAction, { capacity: number; perSecond: number }> = {
+    events: { capacity: config.TENANT_EVENTS_BURST, perSecond: config.TENANT_EVENTS_PER_SECOND },
+    retry: perMinute(config.TENANT_RETRIES_PER_MINUTE),
+    replay: perMinute(config.TENANT_REPLAYS_PER_MINUTE),
+    test: perMinute(config.TENANT_TESTS_PER_MINUTE),
+  };
+  const buckets = new Map<TenantAction, TokenBuckets>();
+  for (const [action, { capacity, perSecond }] of Object.entries(settings) as [TenantAction, { capacity: number; perSecond: number }][]) {
+    // 0 turns a limit off.
+    if (capacity > 0 && perSecond > 0) buckets.set(action, new TokenBuckets(capacity, perSecond));
+  }
+  return {
+    take(principal, action) {
+      const wait = buckets.get(action)?.take(tenantKey(principal), 1, clock.now().getTime()) ?? 0;
+      if (wait === 0) return;
+      throw new AppError('rate_limited', `Too many ${action === 'events' ? 'events' : `${action} requests`} for this tenant; retry in ${wait} s.`, {
+        headers: { 'retry-after': String(wait) },
+        extensions: { retry_after: wait },
+      });
+    },
+  };
+}

@@ -1,0 +1,149 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { createRemoteJWKSet, jwtVerify } from 'jose';
+import { buildApp, type App } from '../app.js';
+import { issueAccessToken } from '../auth/access-tokens.js';
+import { ManualClock } from '../clock.js';
+import { loadConfig, type Config } from '../config.js';
+import { loadKeys, reloadKeys, type Keys } from '../keys.js';
+import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';
+import { decryptSecret, encryptSecret } from '../webhooks/secret-box.js';
+import { seedMarketplace } from '../testing/fixtures.js';
+import { rotateJwtKey } from './jwt-key-ring.js';
+import { rotateSecretsKey } from './rotate-secrets-key.js';
+import { keyFilePath, SecretsKeyMismatchError } from './secrets-key.js';
+
+const subject = { userId: 1, sessionId: '00000000-0000-4000-8000-000000000000', sellerId: 1, role: 'seller' as const, marketplaceCode: null };
+
+describe('JWT keys in the database, JWKS and rotation', () => {
+  let db: TestDatabase;
+  let config: Config;
+  let keys: Keys;
+  let app: App;
+  let url: string;
+  const clock = new ManualClock(new Date());
+
+  before(async () => {
+    db = await createTestDatabase();
+    config = loadConfig({ LOG_LEVEL: 'silent', SECRETS_KEY: randomBytes(32).toString('base64'), JWKS_MAX_AGE_SECONDS: '120' });
+    keys = await loadKeys(config, db, clock.now());
+    app = await buildApp({ config, db, keys, clock, logger: false });
+    url = `${await app.listen({ host: '127.0.0.1', port: 0 })}/.well-known/jwks.json`;
+  });
+  after(async () => {
+    await app.close();
+    await db.close();
+  });
+
+  test('JWKS publishes the signing key with kid, alg and use, cacheable, nothing private', async () => {
+    const response = await app.inject({ url: '/.well-known/jwks.json' });
+    assert.equal(response.statusCode, 200);
+    assert.equal(response.headers['cache-control'], 'public, max-age=120');
+    const { keys: published } = response.json() as { keys: Record<string, string>[] };
+    assert.equal(published.length, 1);
+    assert.deepEqual(Object.keys(published[0]!).sort(), ['alg', 'crv', 'kid', 'kty', 'use', 'x']);
+    assert.equal(published[0]!.kid, keys.signing.kid);
+    assert.equal(published[0]!.alg, 'EdDSA');
+    assert.equal(published[0]!.use, 'sig');
+    const { rows } = await db.query<{ private_key_encrypted: string }>(`SELECT private_key_encrypted FROM jwt_signing_keys`);
+    assert.match(rows[0]!.private_key_encrypted, /^v1\./, 'the private key is stored encrypted');
+  });
+
+  test('a second process on the database signs with the same key', async () => {
+    const other = await loadKeys(config, db, clock.now());
+    assert.equal(other.signing.kid, keys.signing.kid);
+  });
+
+  test('a verifier using createRemoteJWKSet keeps working across a rotation', async () => {
+    const jwks = createRemoteJWKSet(new URL(url), { cooldownDuration: 0 });
+    const verify = (token: string) => jwtVerify(token, jwks, { issuer: config.JWT_ISSUER, audience: config.JWT_AUDIENCE, currentDate: clock.now() });
+    const before = await issueAccessToken(keys, config, subject, clock.now());
+    assert.equal((await verify(before)).protectedHeader.kid, keys.signing.kid);
+    const oldKid = keys.signing.kid;
+
+    const rotated = await rotateJwtKey(db, keys.secrets.key, config, clock.now());
+    await reloadKeys(keys, db, config, clock.now());
+    assert.equal(keys.signing.kid, oldKid, 'the new key does not sign before every process knows it');
+    assert.deepEqual(keys.jwks.map((k) => k.kid).sort(), [oldKid, rotated.kid].sort(), 'but it is published at once');
+
+    clock.advance(config.JWT_KEYS_RELOAD_SECONDS * 1000);
+    await reloadKeys(keys, db, config, clock.now());
+    assert.equal(keys.signing.kid, rotated.kid);
+    const after = await issueAccessToken(keys, config, subject, clock.now());
+    assert.equal((await verify(after)).protectedHeader.kid, rotated.kid);
+    assert.equal((await verify(before)).protectedHeader.kid, oldKid, 'tokens of the old key still verify');
+    const response = await app.inject({ url: '/api/v2/products', headers: { authorization: `Bearer ${before}` } });
+    assert.notEqual(response.statusCode, 401, 'and Plaza itself still accepts them');
+
+    // Once every token of the old key has expired, it is no longer published.
+    clock.advance((config.ACCESS_TOKEN_TTL_SECONDS + config.JWT_CLOCK_TOLERANCE_SECONDS + config.JWT_KEYS_RELOAD_SECONDS) * 1000);
+    await reloadKeys(keys, db, config, clock.now());
+    assert.deepEqual(keys.jwks.map((k) => k.kid), [rotated.kid]);
+  });
+});
+
+describe('SECRETS_KEY: one per installation, checked at start, rotatable', () => {
+  let db: TestDatabase;
+  const dataDir = mkdtempSync(join(tmpdir(), 'plaza-keys-'));
+  before(async () => {
+    db = await createTestDatabase();
+    await seedMarketplace(db, 'MKT');
+  });
+  after(async () => {
+    await db.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const insertWebhook = (secretsKey: Buffer, code: string, secret: string) =>
+    db.query(
+      `INSERT INTO webhooks (tenant_kind, tenant_id, marketplace_code, code, name, topic, callback_url, secret_encrypted, previous_secret_encrypted)
+       VALUES ('admin', '*', 'MKT', $1, $1, 'order/create', 'https://receiver.example/hook', $2, $2)`,
+      [code, encryptSecret(secretsKey, secret)],
+    );
+
+  test('a process whose key differs refuses to start, naming the key and both fingerprints', async () => {
+    const first = await loadKeys(loadConfig({ DATA_DIR: join(dataDir, 'machine-a') }), db);
+    await insertWebhook(first.webhookSecretsKey, 'h1', 'whsec_one');
+    // Another machine with its own DATA_DIR generates another key: refused, not silently different.
+    const otherDir = join(dataDir, 'machine-b');
+    await assert.rejects(loadKeys(loadConfig({ DATA_DIR: otherDir }), db), (error: Error) => {
+      assert.ok(error instanceof SecretsKeyMismatchError);
+      assert.match(error.message, /SECRETS_KEY differs/);
+      assert.match(error.message, new RegExp(keyFilePath(otherDir).replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')));
+      assert.match(error.message, /fingerprint [0-9a-f]{16}\) is not the one .* \(fingerprint [0-9a-f]{16}\)/);
+      return true;
+    });
+    await assert.rejects(loadKeys(loadConfig({ SECRETS_KEY: randomBytes(32).toString('base64') }), db), SecretsKeyMismatchError);
+    // The same key from the environment is fine.
+    const fileKey = JSON.parse(readFileSync(keyFilePath(join(dataDir, 'machine-a')), 'utf8')).secretsKey as string;
+    await loadKeys(loadConfig({ SECRETS_KEY: fileKey }), db);
+  });
+
+  test('rotate-secrets-key re-encrypts every secret in one transaction; the old key is refused afterwards', async () => {
+    const config = loadConfig({ DATA_DIR: join(dataDir, 'machine-a') });
+    const before = await loadKeys(config, db);
+    const next = randomBytes(32);
+    const moved = await rotateSecretsKey(db, before.secrets, next, new Date());
+    assert.equal(moved.webhooks, 1);
+    assert.ok(moved.jwtKeys >= 1);
+    const after = await loadKeys(loadConfig({ SECRETS_KEY: next.toString('base64') }), db);
+    const { rows } = await db.query<{ secret_encrypted: string; previous_secret_encrypted: string }>(`SELECT secret_encrypted, previous_secret_encrypted FROM webhooks WHERE code = 'h1'`);
+    assert.equal(decryptSecret(after.webhookSecretsKey, rows[0]!.secret_encrypted), 'whsec_one');
+    assert.equal(decryptSecret(after.webhookSecretsKey, rows[0]!.previous_secret_encrypted), 'whsec_one');
+    assert.throws(() => decryptSecret(before.webhookSecretsKey, rows[0]!.secret_encrypted));
+    assert.equal(after.signing.kid, before.signing.kid, 'the JWT keys moved too, unchanged');
+    await assert.rejects(loadKeys(config, db), SecretsKeyMismatchError);
+  });
+
+  test('a rotation that fails changes nothing', async () => {
+    const current = { key: randomBytes(32), source: 'SECRETS_KEY' };
+    const { rows: beforeRows } = await db.query(`SELECT secret_encrypted FROM webhooks ORDER BY id`);
+    await assert.rejects(rotateSecretsKey(db, current, randomBytes(32), new Date()), SecretsKeyMismatchError);
+    const { rows: afterRows } = await db.query(`SELECT secret_encrypted FROM webhooks ORDER BY id`);
+    assert.deepEqual(afterRows, beforeRows);
+  });
+});

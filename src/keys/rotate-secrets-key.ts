@@ -1,0 +1,39 @@
+import type { Database } from '../db/database.js';
+import { decryptSecret, encryptSecret } from '../webhooks/secret-box.js';
+import { derivedKeys } from '../keys.js';
+import { jwtKeyEncryptionKey as jwtEncryptionKey } from './jwt-key-ring.js';
+import { fingerprintOf, sealCheck, verifySecretsKey, type SecretsKey } from './secrets-key.js';
+
+/**
+ * Re-encrypts every secret the database holds under a new master key, in one transaction: the
+ * webhook secrets (current and previous), the JWT private keys, and the check value. Either all
+ * of it moves to the new key or nothing does. Returns how many rows moved.
+ */
+export async function rotateSecretsKey(db: Database, current: SecretsKey, next: Buffer, now: Date): Promise<{ webhooks: number; jwtKeys: number }> {
+  const from = derivedKeys(current.key).webhookSecretsKey;
+  const to = derivedKeys(next).webhookSecretsKey;
+  return db.transaction(async (tx) => {
+    // The same lock as JWT rotations, and the check row locked: two rotations cannot interleave.
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtext('plaza:jwt-keys'))`);
+    await tx.query(`SELECT 1 FROM secrets_key_check FOR UPDATE`);
+    await verifySecretsKey(tx, current, from, now);
+    const webhooks = await tx.query<{ id: number; secret_encrypted: string; previous_secret_encrypted: string | null }>(
+      `SELECT id, secret_encrypted, previous_secret_encrypted FROM webhooks ORDER BY id FOR UPDATE`,
+    );
+    const move = (stored: string) => encryptSecret(to, decryptSecret(from, stored));
+    for (const row of webhooks.rows) {
+      await tx.query(`UPDATE webhooks SET secret_encrypted = $2, previous_secret_encrypted = $3 WHERE id = $1`, [
+        row.id,
+        move(row.secret_encrypted),
+        row.previous_secret_encrypted === null ? null : move(row.previous_secret_encrypted),
+      ]);
+    }
+    const jwtKeys = await tx.query<{ kid: string; private_key_encrypted: string }>(`SELECT kid, private_key_encrypted FROM jwt_signing_keys FOR UPDATE`);
+    for (const row of jwtKeys.rows) {
+      const pem = decryptSecret(jwtEncryptionKey(current.key), row.private_key_encrypted);
+      await tx.query(`UPDATE jwt_signing_keys SET private_key_encrypted = $2 WHERE kid = $1`, [row.kid, encryptSecret(jwtEncryptionKey(next), pem)]);
+    }
+    await tx.query(`UPDATE secrets_key_check SET fingerprint = $1, sealed = $2, updated_at = $3`, [fingerprintOf(next), sealCheck(next), now]);
+    return { webhooks: webhooks.rowCount, jwtKeys: jwtKeys.rowCount };
+  });
+}

@@ -1,0 +1,50 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { collectDefaultMetrics } from 'prom-client';
+import type { FeatureDeps } from '../deps.js';
+import { startQueueGauges, type QueueGauges } from '../delivery/queue-gauges.js';
+import { healthRoutes } from '../http/health.routes.js';
+import { ProblemSchema } from '../http/openapi.js';
+import { registerProblemHandlers } from '../http/problem.js';
+import { OneLinePerRequest } from '../http/request-log.js';
+import { registerResponseHeaders } from '../http/response-headers.js';
+
+type OperationsDeps = Pick<FeatureDeps, 'config' | 'db' | 'clock' | 'metrics'>;
+
+export interface OperationsListener {
+  readonly app: FastifyInstance;
+  readonly gauges: QueueGauges;
+  close(): Promise<void>;
+}
+
+/**
+ * /metrics, /healthz and /readyz on a listener of their own (METRICS_HOST:METRICS_PORT, loopback by
+ * default), in every role: a worker process is probed and scraped like an API process. Kept off the
+ * public port because metrics need no token and describe every tenant's traffic. A scrape reads
+ * memory only (the queue gauges are measured on an interval), so it answers while the database is
+ * down and cannot be used to load it.
+ */
+export async function buildOperationsApp(deps: OperationsDeps, logger?: FastifyBaseLogger): Promise<OperationsListener> {
+  const { config, metrics } = deps;
+  // Scrapes and probes come every few seconds: their request lines would drown the log.
+  const app = logger ? Fastify({ loggerInstance: logger, logController: new OneLinePerRequest() }) : Fastify({ logger: false });
+  app.addSchema(ProblemSchema);
+  registerResponseHeaders(app);
+  registerProblemHandlers(app, config.DATABASE_RETRY_AFTER_SECONDS);
+  await app.register(healthRoutes, deps);
+  app.get('/metrics', async (_request, reply) => {
+    reply.header('content-type', metrics.registry.contentType);
+    return metrics.registry.metrics();
+  });
+  const gauges = startQueueGauges({ db: deps.db, clock: deps.clock, metrics, intervalSeconds: config.METRICS_QUEUE_INTERVAL_SECONDS, ...(logger ? { logger } : {}) });
+  app.addHook('onClose', async () => gauges.stop());
+  return { app, gauges, close: () => app.close() };
+}
+
+/** Starts the listener for `plaza serve`; with the process and Node.js runtime metrics (one set per process). */
+export async function startOperationsListener(deps: OperationsDeps, logger: FastifyBaseLogger): Promise<OperationsListener & { port: number }> {
+  collectDefaultMetrics({ register: deps.metrics.registry });
+  const listener = await buildOperationsApp(deps, logger);
+  await listener.app.listen({ host: deps.config.METRICS_HOST, port: deps.config.METRICS_PORT });
+  const address = listener.app.server.address();
+  return { ...listener, port: typeof address === 'object' && address ? address.port : deps.config.METRICS_PORT };
+}
