@@ -25,15 +25,31 @@ export interface OpenOptions {
  * returned Database is open (close() stops it).
  */
 export async function openDatabase(config: Config, options: OpenOptions = {}): Promise<Database> {
-  const pool = (url: string) =>
-    openPostgres({
-      connectionString: url,
-      poolSize: config.DATABASE_POOL_SIZE,
-      connectTimeoutMs: config.DATABASE_CONNECT_TIMEOUT_MS,
-      statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
-      ...(options.onError ? { onError: options.onError } : {}),
-    });
-  if (config.DATABASE_URL) return pool(config.DATABASE_URL);
+  const target = await resolveDatabase(config, options);
+  const db = openPostgres({
+    connectionString: target.url,
+    poolSize: config.DATABASE_POOL_SIZE,
+    connectTimeoutMs: config.DATABASE_CONNECT_TIMEOUT_MS,
+    statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+    ...(options.onError ? { onError: options.onError } : {}),
+  });
+  return {
+    ...db,
+    async close() {
+      await db.close();
+      await target.release();
+    },
+  };
+}
+
+/**
+ * The connection string of the database openDatabase would use, starting the embedded server
+ * when needed; release() stops a server started here. For tools that need their own
+ * connection (backup and restore stream COPY over one pg client).
+ */
+export async function resolveDatabase(config: Config, options: OpenOptions = {}): Promise<{ url: string; release(): Promise<void> }> {
+  const nothingToRelease = async () => {};
+  if (config.DATABASE_URL) return { url: config.DATABASE_URL, release: nothingToRelease };
 
   ensurePrivateDirectory(config.DATA_DIR);
   refuseLegacyLayout(config.DATA_DIR);
@@ -42,18 +58,11 @@ export async function openDatabase(config: Config, options: OpenOptions = {}): P
     const running = await findRunningEmbeddedServer(config.DATA_DIR);
     if (running) {
       if (options.exclusive) throw new EmbeddedServerBusyError(config.DATA_DIR, running.owner);
-      return pool(connectionString(running.connection));
+      return { url: connectionString(running.connection), release: nothingToRelease };
     }
     try {
       const server = await EmbeddedServer.start(config.DATA_DIR, logger, options.onFatal ? { onFatal: options.onFatal } : {});
-      const db = pool(connectionString(server.connection));
-      return {
-        ...db,
-        async close() {
-          await db.close();
-          await server.stop();
-        },
-      };
+      return { url: connectionString(server.connection), release: () => server.stop() };
     } catch (error) {
       // Another process became the owner between our look and our claim: use its server.
       if (!(error instanceof EmbeddedServerBusyError) || options.exclusive) throw error;

@@ -25,7 +25,7 @@ async function guard<T>(operation: () => Promise<T>): Promise<T> {
   }
 }
 
-function queryable(client: pg.Pool | pg.PoolClient): Queryable {
+export function queryable(client: pg.Pool | pg.ClientBase): Queryable {
   return {
     query: <Row>(sql: string, params: readonly unknown[] = []) =>
       guard(async (): Promise<QueryResult<Row>> => {
@@ -163,6 +163,6 @@ class NotificationListener {
   }
 }
 
-function quoteIdentifier(name: string): string {
+export function quoteIdentifier(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
 }

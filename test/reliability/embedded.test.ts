@@ -7,6 +7,7 @@ import { after, describe, test } from 'node:test';
 import { isAlive } from '../../src/db/embedded/processes.js';
 import { call, createWebhook, inParallel, login, orderEvent, report, scaled, sendEvent } from '../support/plaza-api.js';
 import { freePort, killAllPlaza, runCli, sharedKeyEnv, startPlaza, type PlazaProcess } from '../support/plaza-process.js';
+import { postmastersUnder } from '../support/postmasters.js';
 import { Receiver, waitFor } from '../support/receiver.js';
 
 const EVENTS = scaled(200);
@@ -21,19 +22,7 @@ after(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-/** Every postmaster running on a data directory of this test (`postgres -D <root>/…/postgres`). */
-function postmasters(): number[] {
-  return readdirSync('/proc')
-    .filter((name) => /^\d+$/.test(name))
-    .filter((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(`${root}/`);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
+const postmasters = () => postmastersUnder(root);
 
 const state = (dataDir: string) => JSON.parse(readFileSync(join(dataDir, 'postgres.state.json'), 'utf8')) as { pid: number; postmasterPid: number };
 
