@@ -55,6 +55,14 @@ export async function serve(config: Config, role: Role): Promise<void> {
     logger.warn(FIRST_USER_HINT, 'no user exists yet');
   }
 
+  // A signal may come as soon as the port answers (an orchestrator, a test): it is taken from here
+  // on and acted on once the start is complete, so that shutdown always drains and stops the
+  // embedded server instead of Node's default of dying on the spot.
+  const shutdown: { stop?: (signal: string) => Promise<void>; signalled?: string } = {};
+  const onSignal = (signal: string) => (shutdown.stop ? void shutdown.stop(signal) : (shutdown.signalled = signal));
+  process.once('SIGTERM', () => onSignal('SIGTERM'));
+  process.once('SIGINT', () => onSignal('SIGINT'));
+
   // One set of metrics, so that /metrics also shows this process's delivery attempts (role all).
   const metrics = createMetrics();
   const app = role === 'worker' ? undefined : await buildApp({ config, db, keys, logger, metrics });
@@ -66,7 +74,7 @@ export async function serve(config: Config, role: Role): Promise<void> {
   logger.info({ role, database: config.DATABASE_URL ? 'external' : 'embedded', port: app ? config.PORT : undefined, metricsPort: operations.port }, 'plaza started');
 
   let stopping = false;
-  const stop = async (signal: string) => {
+  shutdown.stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'stopping: finishing in-flight work');
@@ -83,8 +91,7 @@ export async function serve(config: Config, role: Role): Promise<void> {
     logger.info('stopped');
     process.exit(0);
   };
-  process.once('SIGTERM', () => void stop('SIGTERM'));
-  process.once('SIGINT', () => void stop('SIGINT'));
+  if (shutdown.signalled) void shutdown.stop(shutdown.signalled);
 }
 
 /** At start the database may still be coming up (a container starting beside it): wait for it. */

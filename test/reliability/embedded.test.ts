@@ -138,13 +138,16 @@ describe('the embedded PostgreSQL server', () => {
     assert.match(openDir.stderr, new RegExp(`${dataDir} is readable by group or others \\(mode 0755\\).*chmod 700 ${dataDir}`));
     chmodSync(dataDir, 0o700);
 
-    // keys.json comes from a first serve without JWT_PRIVATE_KEY/SECRETS_KEY.
-    const keysPath = join(dataDir, 'keys.json');
-    const first = await startPlaza(ownKeys);
+    // keys.json comes from a first serve without JWT_PRIVATE_KEY/SECRETS_KEY, in a DATA_DIR of its
+    // own: the earlier tests' database holds secrets under their shared SECRETS_KEY, which a start
+    // with other keys rightly refuses.
+    const freshKeys = { DATA_DIR: join(root, 'fresh-keys'), PORT: String(await freePort()) };
+    const keysPath = join(freshKeys.DATA_DIR, 'keys.json');
+    const first = await startPlaza(freshKeys);
     assert.equal((await first.kill('SIGTERM')).code, 0);
     assert.equal(statSync(keysPath).mode & 0o777, 0o600);
     chmodSync(keysPath, 0o644);
-    const openKeys = await runCli(ownKeys, ['serve']);
+    const openKeys = await runCli(freshKeys, ['serve']);
     assert.equal(openKeys.code, 2, openKeys.stderr);
     assert.match(openKeys.stderr, new RegExp(`${keysPath} is readable by group or others.*chmod 600 ${keysPath}`));
     assert.deepEqual(postmasters(), []);
