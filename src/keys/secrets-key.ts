@@ -62,11 +62,14 @@ export function readKeyFile(dataDir: string): KeyFile | undefined {
 }
 
 function readOrCreateKeyFile(dataDir: string): KeyFile {
-  const existing = readKeyFile(dataDir);
-  if (existing) return existing;
   const path = keyFilePath(dataDir);
+  const existing = readKeyFile(dataDir);
+  if (existing) {
+    // A key file others can read is a leaked key: refuse it, naming the chmod that fixes it.
+    assertPrivate(path, 'file');
+    return existing;
+  }
   ensurePrivateDirectory(dataDir);
-  assertPrivate(path, 'file');
   const draft = `${path}.${process.pid}.tmp`;
   writeFileSync(draft, JSON.stringify({ secretsKey: newSecretsKey().toString('base64') } satisfies KeyFile), { mode: 0o600 });
   try {
