@@ -22,6 +22,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY bin ./bin
 COPY migrations ./migrations
+# The portal's stylesheet and script, served at /portal.
+COPY public ./public
 COPY --from=build /app/dist/src ./dist/src
 # DATA_DIR holds generated keys (and the embedded database when DATABASE_URL is unset): owned by the
 # unprivileged user the official images provide.

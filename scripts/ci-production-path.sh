@@ -84,7 +84,7 @@ IMAGE="$WORK/image"
 mkdir -p "$IMAGE/dist"
 cp package.json package-lock.json "$IMAGE/"
 (cd "$IMAGE" && npm ci --omit=dev --no-audit --no-fund --loglevel=error)
-cp -r bin migrations "$IMAGE/"
+cp -r bin migrations public "$IMAGE/"
 cp -r dist/src "$IMAGE/dist/src"
 [ ! -e "$IMAGE/node_modules/typescript" ] || fail "the runtime stage installed typescript"
 psql -q "$PG_URL" -c "CREATE DATABASE $DB_NAME" >/dev/null

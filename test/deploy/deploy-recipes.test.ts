@@ -33,6 +33,7 @@ test('Dockerfile: a build stage with the toolchain, a runtime stage without it, 
   assert.ok(build.includes('RUN npm ci --no-audit --no-fund') && build.includes('RUN npm run build'));
   assert.ok(runtime.some((line) => /^RUN npm ci --omit=dev\b/.test(line)), 'production dependencies only');
   assert.ok(runtime.includes('COPY --from=build /app/dist/src ./dist/src'));
+  assert.ok(runtime.includes('COPY public ./public'), 'the portal assets are in the image');
   assert.equal(runtime.filter((line) => line.startsWith('USER ')).at(-1), 'USER node');
 
   const dataDir = /DATA_DIR=(\S+)/.exec(runtime.find((line) => line.startsWith('ENV '))!)![1];
