@@ -141,8 +141,10 @@ stop_and_expect_clean_exit() { # <pid to signal> <pid to wait for> <log>
 echo "== image CMD as PID 1, unprivileged, API and worker as separate processes (compose.yaml)"
 mkdir -p "$WORK/data" && chown 65534:65534 "$WORK/data" && chmod 0700 "$WORK/data"
 PORT="$(free_port)"
+# Each container has a network of its own; here API and worker share the host's, so each takes a free
+# port for its operations listener (METRICS_PORT=0) instead of both wanting 9464.
 IMAGE_USER=(setpriv --reuid=65534 --regid=65534 --clear-groups env -i PATH="$PATH" HOME=/tmp NODE_ENV=production
-  DATA_DIR="$WORK/data" PORT="$PORT" HOST=127.0.0.1 LOG_FORMAT=json DATABASE_URL="$DB_URL" WEBHOOK_ALLOWED_NETWORKS=127.0.0.1/32)
+  DATA_DIR="$WORK/data" PORT="$PORT" METRICS_PORT=0 HOST=127.0.0.1 LOG_FORMAT=json DATABASE_URL="$DB_URL" WEBHOOK_ALLOWED_NETWORKS=127.0.0.1/32)
 as_image_user() { "${IMAGE_USER[@]}" "$@"; }
 cd "$IMAGE"
 unshare --pid --fork --mount-proc "${IMAGE_USER[@]}" node --enable-source-maps bin/plaza.js serve --role api >"$WORK/image-api.log" 2>&1 &
@@ -171,7 +173,7 @@ npm prune --omit=dev --no-audit --no-fund --loglevel=error
 [ ! -e node_modules/typescript ] && [ ! -e node_modules/.bin/tsc ] || fail "typescript is still installed after the prune"
 touch "$WORK/started"
 PORT="$(free_port)"
-PORT="$PORT" HOST=127.0.0.1 LOG_FORMAT=json DATA_DIR="$WORK/clone-data" DATABASE_URL="$RESTORED_URL" WEBHOOK_ALLOWED_NETWORKS=127.0.0.1/32 \
+PORT="$PORT" METRICS_PORT=0 HOST=127.0.0.1 LOG_FORMAT=json DATA_DIR="$WORK/clone-data" DATABASE_URL="$RESTORED_URL" WEBHOOK_ALLOWED_NETWORKS=127.0.0.1/32 \
   npm run start:prod --silent >"$WORK/start-prod.log" 2>&1 &
 NPM_PID=$!
 PIDS+=("$NPM_PID")
