@@ -8,7 +8,8 @@ runCli(process.argv.slice(2), context)
     // `serve` returns once it is listening (it opens its own database); the process then lives
     // on its server and signals. Other commands end here.
     await context.close();
-    process.exitCode = code;
+    // A refused command ends now, whatever handles a half-done start may have left open.
+    if (code !== 0) process.exit(code);
   })
   .catch(async (error: unknown) => {
     console.error(error);

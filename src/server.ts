@@ -67,8 +67,18 @@ export async function serve(config: Config, role: Role): Promise<void> {
   const metrics = createMetrics();
   const app = role === 'worker' ? undefined : await buildApp({ config, db, keys, logger, metrics });
   // Ports first, worker last: a port in use must stop the start before anything has been sent.
-  if (app) await app.listen({ host: config.HOST, port: config.PORT });
-  const operations = await startOperationsListener({ config, db, clock: systemClock, metrics }, logger);
+  let operations;
+  try {
+    if (app) await app.listen({ host: config.HOST, port: config.PORT });
+    operations = await startOperationsListener({ config, db, clock: systemClock, metrics }, logger);
+  } catch (error) {
+    // A port in use: close what is open (for the owner, the embedded server too), so that the
+    // process ends with its one-line error instead of living on without serving.
+    stopKeyReloader();
+    await app?.close().catch(() => {});
+    await db.close().catch(() => {});
+    throw error;
+  }
   let worker: DeliveryWorker | undefined;
   if (role !== 'api') worker = await startDeliveryWorker({ config, db, keys, clock: systemClock, logger, metrics });
   logger.info({ role, database: config.DATABASE_URL ? 'external' : 'embedded', port: app ? config.PORT : undefined, metricsPort: operations.port }, 'plaza started');
