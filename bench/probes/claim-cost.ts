@@ -57,7 +57,7 @@ async function seed(db: Queryable, layout: Layout): Promise<void> {
 function explaining(db: Database, plans: string[]): Database {
   return {
     ...db,
-    transaction: (work) =>
+    transaction: (work, options) =>
       db.transaction((tx) =>
         work({
           ...tx,
@@ -69,7 +69,7 @@ function explaining(db: Database, plans: string[]): Database {
             return tx.query<Row>(sql, params);
           },
         }),
-      ),
+      options),
   };
 }
 

@@ -14,8 +14,11 @@ export interface Queryable {
 }
 
 export interface Database extends Queryable {
-  /** Runs `work` in one transaction; commits when it resolves, rolls back when it throws. */
-  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Runs `work` in one transaction; commits when it resolves, rolls back when it throws.
+   * `advisoryLock`: a transaction-level advisory lock taken with BEGIN, in the same round trip.
+   */
+  transaction<T>(work: (tx: Queryable) => Promise<T>, options?: { advisoryLock?: number }): Promise<T>;
   /** LISTEN on a channel; resolves to a function that stops listening. */
   listen(channel: string, onNotification: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;

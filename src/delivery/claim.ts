@@ -36,6 +36,13 @@ export interface ClaimOptions {
   scanWebhooks: number;
   /** The webhook id the previous claim's scan stopped at; this one continues after it. */
   afterWebhook?: number;
+  /**
+   * This worker's deliveries, per webhook, that were sent and wait for their attempt to be recorded
+   * (completion-batcher.ts): they still hold a lease but load no receiver, so the caps leave them out.
+   */
+  settling?: ReadonlyMap<number, number>;
+  /** Turn expired leases back into `pending` first (the worker does it at most once a second). */
+  recoverLeases?: boolean;
 }
 
 export interface ClaimResult {
@@ -51,17 +58,19 @@ export interface ClaimResult {
 const CLAIMABLE = `d.status = 'pending' AND d.next_attempt_at <= ${dbNow(1)}`;
 
 /**
- * Claims due deliveries fairly, in three statements whose cost does not depend on the size of the
+ * Claims due deliveries fairly, in two statements whose cost does not depend on the size of the
  * backlog nor on webhooks without waiting work:
- * 1. expired leases go back to `pending` (index on lease_expires_at of `delivering` rows);
- * 2. the webhooks with due work: a skip scan of deliveries_pending_webhook_due (one index probe per
+ * 1. the webhooks with due work: a skip scan of deliveries_pending_webhook_due (one index probe per
  *    webhook that has waiting rows, then at most perWebhookLimit rows each) over at most
- *    scanWebhooks such webhooks, continuing where the previous claim stopped, and the live leases
- *    per webhook and tenant (in-flight rows only: a few hundred at most);
- * 3. fair-share.ts turns that into a number of rows per webhook, and one statement takes them:
+ *    scanWebhooks such webhooks, continuing where the previous claim stopped; and, in the same
+ *    statement, the live leases per webhook, tenant and worker (in-flight rows only: a few hundred
+ *    at most);
+ * 2. fair-share.ts turns that into a number of rows per webhook, and one statement takes them:
  *    per webhook, its due rows in due order, through the same index, skipping rows locked by
  *    anything else (SKIP LOCKED below the LIMIT: a locked row is replaced by the next one instead of
  *    being dropped, so a worker fills its free slots).
+ * Expired leases go back to `pending` before, when the caller asks (index on lease_expires_at of
+ * `delivering` rows; the worker asks at most once a second, as a lease lasts a minute).
  * Claims of different workers take turns on one advisory lock (see claimDueDeliveries): each sees the
  * leases the previous one committed, so every worker gets work while work remains and the caps hold.
  * Per-entity order: a row is not taken while an earlier delivery of the same webhook and entity
@@ -69,12 +78,11 @@ const CLAIMABLE = `d.status = 'pending' AND d.next_attempt_at <= ${dbNow(1)}`;
  */
 export async function claimDueDeliveries(db: Database, options: ClaimOptions): Promise<ClaimResult> {
   if (options.limit <= 0) return { deliveries: [], nextWebhookCursor: options.afterWebhook ?? 0 };
+  // Claims take turns (a few milliseconds each): the caps are computed from what the previous
+  // claim committed, so two workers cannot both fill the same webhook's or tenant's last room.
+  // Completions, the intake and the API never take this lock: nothing else waits on it.
   return db.transaction(async (tx) => {
-    // Claims take turns (a few milliseconds each): the caps are computed from what the previous
-    // claim committed, so two workers cannot both fill the same webhook's or tenant's last room.
-    // Completions, the intake and the API never take this lock: nothing else waits on it.
-    await tx.query(`SELECT pg_advisory_xact_lock(${CLAIM_LOCK})`);
-    await recoverExpiredLeases(tx, options.clockOffsetMs);
+    if (options.recoverLeases ?? true) await recoverExpiredLeases(tx, options.clockOffsetMs);
     const { webhooks, loads, workers, nextWebhookCursor } = await readDueWork(tx, options);
     const { quotas, last } = allocateSlots(webhooks, loads, {
       free: options.limit,
@@ -87,7 +95,7 @@ export async function claimDueDeliveries(db: Database, options: ClaimOptions): P
     if (quotas.size === 0) return { deliveries: [], nextWebhookCursor };
     const deliveries = await takeRows(tx, options, quotas);
     return { deliveries, lastTenant: last, nextWebhookCursor };
-  });
+  }, { advisoryLock: CLAIM_LOCK });
 }
 
 /** The advisory lock key of the claim ('plaza:claim' as a number; any constant no other code uses). */
@@ -115,15 +123,34 @@ interface Visited {
   /** Null when the webhook is disabled. */
   tenant: string | null;
   due: number;
-  in_flight: number;
+}
+
+interface Lease {
+  webhook_id: number;
+  tenant: string;
+  leased_by: string;
+  n: number;
 }
 
 async function readDueWork(db: Queryable, options: ClaimOptions): Promise<DueWork> {
   // The scan visits at most scanWebhooks webhooks with waiting rows, starting after the cursor and
   // wrapping around once: the claim costs the same with 100 or 100 000 such webhooks, and
-  // successive claims walk round all of them.
+  // successive claims walk round all of them. The wrap is a second statement, needed only when the
+  // waiting webhooks outnumber scanWebhooks.
   const cursor = options.afterWebhook ?? 0;
-  const first = await visitWebhooks(db, options, cursor, Number.MAX_SAFE_INTEGER, options.scanWebhooks);
+  const { rows } = await db.query<{ visited: Visited[]; leases: Lease[] }>(
+    `WITH RECURSIVE ${visitedWebhooks('$3', '$4', '$5')},
+     leases AS (
+       SELECT d.webhook_id, h.tenant_kind || ':' || h.tenant_id AS tenant, d.leased_by, count(*)::int AS n
+         FROM deliveries d JOIN webhooks h ON h.id = d.webhook_id
+        WHERE d.status = 'delivering' AND d.lease_expires_at > ${dbNow(1)}
+        GROUP BY 1, 2, 3
+     )
+     SELECT (SELECT coalesce(json_agg(v ORDER BY v.webhook_id), '[]') FROM visited v) AS visited,
+            (SELECT coalesce(json_agg(l), '[]') FROM leases l) AS leases`,
+    [options.clockOffsetMs, options.perWebhookLimit, cursor, Number.MAX_SAFE_INTEGER, options.scanWebhooks],
+  );
+  const first = rows[0]!.visited;
   let visited = first;
   let nextWebhookCursor = first.length === options.scanWebhooks ? first.at(-1)!.webhook_id : 0;
   if (nextWebhookCursor === 0 && cursor > 0) {
@@ -131,57 +158,66 @@ async function readDueWork(db: Queryable, options: ClaimOptions): Promise<DueWor
     visited = [...first, ...second];
     if (second.length === options.scanWebhooks - first.length && second.length > 0) nextWebhookCursor = second.at(-1)!.webhook_id;
   }
-  const webhooks = visited
-    .filter((row) => row.tenant !== null && row.due > 0)
-    .map((row) => ({ webhookId: row.webhook_id, tenant: row.tenant!, due: row.due, inFlight: row.in_flight }));
 
-  const leases = await db.query<{ tenant: string; leased_by: string; n: number }>(
-    `SELECT h.tenant_kind || ':' || h.tenant_id AS tenant, d.leased_by, count(*)::int AS n
-       FROM deliveries d JOIN webhooks h ON h.id = d.webhook_id
-      WHERE d.status = 'delivering' AND d.lease_expires_at > ${dbNow(1)}
-      GROUP BY 1, 2`,
-    [options.clockOffsetMs],
-  );
+  // Read after the statement: a delivery recorded in between still counts as in flight (the safe
+  // side); one sent in between is left out, as it should be.
+  const settling = new Map(options.settling);
+  const inFlight = new Map<number, number>();
   const loads = new Map<string, TenantLoad>();
   const workers = new Set<string>([options.workerId]);
-  for (const row of leases.rows) {
-    const load = loads.get(row.tenant) ?? { total: 0, mine: 0 };
-    load.total += row.n;
-    if (row.leased_by === options.workerId) load.mine += row.n;
-    loads.set(row.tenant, load);
-    workers.add(row.leased_by);
+  for (const lease of rows[0]!.leases) {
+    let n = lease.n;
+    if (lease.leased_by === options.workerId) {
+      const settled = Math.min(n, settling.get(lease.webhook_id) ?? 0);
+      settling.set(lease.webhook_id, (settling.get(lease.webhook_id) ?? 0) - settled);
+      n -= settled;
+    }
+    inFlight.set(lease.webhook_id, (inFlight.get(lease.webhook_id) ?? 0) + n);
+    const load = loads.get(lease.tenant) ?? { total: 0, mine: 0 };
+    load.total += n;
+    if (lease.leased_by === options.workerId) load.mine += n;
+    loads.set(lease.tenant, load);
+    workers.add(lease.leased_by);
   }
+  const webhooks = visited
+    .filter((row) => row.tenant !== null && row.due > 0)
+    .map((row) => ({ webhookId: row.webhook_id, tenant: row.tenant!, due: row.due, inFlight: inFlight.get(row.webhook_id) ?? 0 }));
   return { webhooks, loads, workers: workers.size, nextWebhookCursor };
 }
 
 /**
- * Up to `budget` webhooks with waiting rows and ids in (after, upTo], in id order. The recursive CTE
- * is PostgreSQL's skip scan: each step is one probe of deliveries_pending_webhook_due for the next
- * webhook id. Per webhook: its owner (scalar subqueries by primary key, so that the planner cannot
- * turn them into a scan of all webhooks), its due rows counted up to the per-webhook limit only,
- * and its live leases.
+ * The CTEs `waiting` and `visited`: up to `budget` webhooks with waiting rows and ids in
+ * (after, upTo], in id order. The recursive CTE is PostgreSQL's skip scan: each step is one probe of
+ * deliveries_pending_webhook_due for the next webhook id. Per webhook: its owner (a scalar subquery
+ * by primary key, so that the planner cannot turn it into a scan of all webhooks) and its due rows,
+ * counted up to the per-webhook limit only ($2). $1 is the clock offset.
  */
+function visitedWebhooks(after: string, upTo: string, budget: string): string {
+  return `waiting(webhook_id, depth) AS (
+       (SELECT d.webhook_id, 1 FROM deliveries d
+         WHERE d.status = 'pending' AND d.webhook_id > ${after} AND d.webhook_id <= ${upTo} ORDER BY d.webhook_id LIMIT 1)
+       UNION ALL
+       SELECT (SELECT d.webhook_id FROM deliveries d
+                WHERE d.status = 'pending' AND d.webhook_id > w.webhook_id AND d.webhook_id <= ${upTo} ORDER BY d.webhook_id LIMIT 1),
+              w.depth + 1
+         FROM waiting w WHERE w.webhook_id IS NOT NULL AND w.depth < ${budget}
+     ),
+     visited AS (
+       SELECT w.webhook_id,
+              (SELECT h.tenant_kind || ':' || h.tenant_id FROM webhooks h WHERE h.id = w.webhook_id AND h.active) AS tenant,
+              (SELECT count(*)::int FROM (
+                 SELECT 1 FROM deliveries d WHERE d.webhook_id = w.webhook_id AND ${CLAIMABLE} LIMIT $2) s) AS due
+         FROM waiting w
+        WHERE w.webhook_id IS NOT NULL
+     )`;
+}
+
+/** The second part of a scan that wrapped around: the webhooks in (after, upTo]. */
 async function visitWebhooks(db: Queryable, options: ClaimOptions, after: number, upTo: number, budget: number): Promise<Visited[]> {
   if (budget <= 0) return [];
   const { rows } = await db.query<Visited>(
-    `WITH RECURSIVE waiting(webhook_id, depth) AS (
-       (SELECT d.webhook_id, 1 FROM deliveries d
-         WHERE d.status = 'pending' AND d.webhook_id > $3 AND d.webhook_id <= $4 ORDER BY d.webhook_id LIMIT 1)
-       UNION ALL
-       SELECT (SELECT d.webhook_id FROM deliveries d
-                WHERE d.status = 'pending' AND d.webhook_id > w.webhook_id AND d.webhook_id <= $4 ORDER BY d.webhook_id LIMIT 1),
-              w.depth + 1
-         FROM waiting w WHERE w.webhook_id IS NOT NULL AND w.depth < $5
-     )
-     SELECT w.webhook_id,
-            (SELECT h.tenant_kind || ':' || h.tenant_id FROM webhooks h WHERE h.id = w.webhook_id AND h.active) AS tenant,
-            (SELECT count(*)::int FROM (
-               SELECT 1 FROM deliveries d WHERE d.webhook_id = w.webhook_id AND ${CLAIMABLE} LIMIT $2) s) AS due,
-            (SELECT count(*)::int FROM deliveries f
-              WHERE f.webhook_id = w.webhook_id AND f.status = 'delivering' AND f.lease_expires_at > ${dbNow(1)}) AS in_flight
-       FROM waiting w
-      WHERE w.webhook_id IS NOT NULL
-      ORDER BY w.webhook_id`,
+    `WITH RECURSIVE ${visitedWebhooks('$3', '$4', '$5')}
+     SELECT * FROM visited ORDER BY webhook_id`,
     [options.clockOffsetMs, options.perWebhookLimit, after, upTo, budget],
   );
   return rows;

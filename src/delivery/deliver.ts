@@ -42,6 +42,8 @@ export interface Deliverer {
   /** Where the round-robin over tenants, and the scan over webhooks, resume at the next claim. */
   lastTenant?: string;
   webhookCursor: number;
+  /** When this worker last turned expired leases back into `pending` (clock milliseconds). */
+  leasesRecoveredAt?: number;
   close(): Promise<void>;
 }
 
@@ -101,8 +103,14 @@ export async function deliverDue(deliverer: Deliverer, limit = deliverer.deps.co
   return Promise.all(claimed.map((delivery) => deliverClaimed(deliverer, delivery)));
 }
 
-export async function claim(deliverer: Deliverer, limit: number): Promise<ClaimedDelivery[]> {
+/** A lease lasts DELIVERY_LEASE_SECONDS (5 s or more): looking for expired ones every second is enough. */
+const LEASE_RECOVERY_INTERVAL_MS = 1000;
+
+/** `settling`: this worker's sent deliveries per webhook whose attempt is not recorded yet (see ClaimOptions). */
+export async function claim(deliverer: Deliverer, limit: number, settling?: ReadonlyMap<number, number>): Promise<ClaimedDelivery[]> {
   const { config, db, clock } = deliverer.deps;
+  const now = clock.now().getTime();
+  const recoverLeases = deliverer.leasesRecoveredAt === undefined || now - deliverer.leasesRecoveredAt >= LEASE_RECOVERY_INTERVAL_MS;
   const { deliveries, lastTenant, nextWebhookCursor } = await claimDueDeliveries(db, {
     workerId: deliverer.workerId,
     clockOffsetMs: clockOffsetMs(clock),
@@ -114,14 +122,21 @@ export async function claim(deliverer: Deliverer, limit: number): Promise<Claime
     afterTenant: deliverer.lastTenant,
     scanWebhooks: config.DELIVERY_CLAIM_SCAN_WEBHOOKS,
     afterWebhook: deliverer.webhookCursor,
+    settling,
+    recoverLeases,
   });
+  if (recoverLeases) deliverer.leasesRecoveredAt = now;
   if (lastTenant !== undefined) deliverer.lastTenant = lastTenant;
   deliverer.webhookCursor = nextWebhookCursor;
   return deliveries;
 }
 
-/** Sends one claimed delivery and records the attempt; never throws for a receiver's failure. */
-export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDelivery, signal?: AbortSignal): Promise<DeliveryResult> {
+/**
+ * Sends one claimed delivery and records the attempt; never throws for a receiver's failure.
+ * `onSent` is called once the receiver is done with it (answered, failed or timed out), before the
+ * attempt is recorded: from then on it loads no receiver.
+ */
+export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDelivery, signal?: AbortSignal, onSent?: () => void): Promise<DeliveryResult> {
   const { config, clock, keys, metrics, logger } = deliverer.deps;
   const startedAt = clock.now();
   const wait = deliverer.hostBudget?.take(delivery.callback_url, Buffer.byteLength(delivery.body), startedAt.getTime()) ?? 0;
@@ -152,6 +167,7 @@ export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDeli
     send = { statusCode: null, error: 'internal error preparing the notification', responseBody: null, retryAfter: undefined, durationMs: 0, requestHeaders: null };
   }
 
+  onSent?.();
   if (send.detail) logger?.info({ deliveryId: delivery.id, webhookId: delivery.webhook_id, error: send.error, detail: send.detail }, 'delivery attempt got no answer');
   const now = clock.now();
   const outcome = decideOutcome(deliverer, delivery.attempts + 1, send, now);

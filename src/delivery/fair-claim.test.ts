@@ -113,4 +113,26 @@ describe('fair claiming between tenants and workers', () => {
       await Promise.all(workers.map((worker) => worker.close()));
     }
   });
+
+  test("a worker's sent deliveries awaiting their record free their webhook's room, and only those", async () => {
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: healthy.url(), tenantKind: 'seller', tenantId: '1' });
+    for (let n = 0; n < 30; n++) await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
+    const worker = createDeliverer({ ...ctx, workerId: 'w1' });
+    const other = createDeliverer({ ...ctx, workerId: 'w2' });
+    try {
+      // The webhook's 10 in flight are all taken: nothing more, by this worker or another.
+      assert.equal((await claim(worker, 15)).length, 10);
+      assert.equal((await claim(worker, 15)).length, 0);
+      // 4 of them were sent and wait to be recorded: they load no receiver, so 4 more may go.
+      assert.equal((await claim(worker, 15, new Map([[webhook.id, 4]]))).length, 4);
+      // Another worker's leases are not this worker's to discount, nor another webhook's.
+      assert.equal((await claim(other, 15, new Map([[webhook.id, 4]]))).length, 0);
+      assert.equal((await claim(worker, 15, new Map([[webhook.id + 1, 4]]))).length, 0);
+      const { rows } = await ctx.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE status = 'delivering'`);
+      assert.equal(rows[0]!.n, 14);
+    } finally {
+      await worker.close();
+      await other.close();
+    }
+  });
 });

@@ -1,9 +1,10 @@
+import { setMaxListeners } from 'node:events';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { Keys } from '../keys.js';
-import { releaseClaims } from './claim.js';
+import { releaseClaims, type ClaimedDelivery } from './claim.js';
 import { clockOffsetMs, dbNow } from './database-clock.js';
 import { DELIVERY_CHANNEL } from './deliveries.repository.js';
 import { claim, createDeliverer, deliverClaimed, type Deliverer } from './deliver.js';
@@ -44,7 +45,12 @@ export async function startDeliveryWorker(deps: WorkerDeps): Promise<DeliveryWor
 }
 
 class WorkerLoop {
+  /** Every claimed delivery until its attempt is recorded. */
   private readonly inFlight = new Set<Promise<void>>();
+  /** Claimed deliveries whose send is not over: what DELIVERY_CONCURRENCY bounds. */
+  private sending = 0;
+  /** Per webhook, this worker's deliveries that were sent and wait for their attempt to be recorded. */
+  private readonly settling = new Map<number, number>();
   private readonly shutdown = new AbortController();
   private stopping = false;
   private running = false;
@@ -61,6 +67,9 @@ class WorkerLoop {
 
   async start(): Promise<void> {
     const { db, config, logger } = this.deps;
+    // Every send in flight listens on the shutdown signal: up to 2 × DELIVERY_CONCURRENCY listeners
+    // is the design, not a leak (Node warns past 10).
+    setMaxListeners(2 * config.DELIVERY_CONCURRENCY + 10, this.shutdown.signal);
     if (config.DELIVERY_LEASE_SECONDS * 1000 <= config.DELIVERY_TIMEOUT_MS) {
       logger.warn('DELIVERY_LEASE_SECONDS is not longer than DELIVERY_TIMEOUT_MS: a slow send may be taken over and sent twice');
     }
@@ -95,26 +104,46 @@ class WorkerLoop {
   }
 
   private async round(): Promise<void> {
-    const { config, logger } = this.deps;
+    const { config } = this.deps;
     try {
-      const free = config.DELIVERY_CONCURRENCY - this.inFlight.size;
-      const claimed = free > 0 ? await claim(this.deliverer, free) : [];
-      for (const delivery of claimed) {
-        const task: Promise<void> = deliverClaimed(this.deliverer, delivery, this.shutdown.signal)
-          .then(() => undefined, (error: unknown) => logger.error({ err: error, deliveryId: delivery.id }, 'recording a delivery attempt failed'))
-          .finally(() => {
-            this.inFlight.delete(task);
-            this.wake();
-          });
-        this.inFlight.add(task);
-      }
-      // A full batch may mean more is due right away.
+      // A slot frees up when its send is over, not when its attempt is recorded: recording is
+      // batched and would otherwise hold every slot for a batch's round trip. What waits to be
+      // recorded is bounded too (another DELIVERY_CONCURRENCY), should the database fall behind.
+      const free = Math.min(config.DELIVERY_CONCURRENCY - this.sending, 2 * config.DELIVERY_CONCURRENCY - this.inFlight.size);
+      const claimed = free > 0 ? await claim(this.deliverer, free, this.settling) : [];
+      for (const delivery of claimed) this.send(delivery);
+      // A full batch may mean more is due right away; otherwise sleep until the next due time.
       if (claimed.length > 0 && claimed.length === free) this.again = true;
-      await this.scheduleNextDue();
+      else await this.scheduleNextDue();
     } catch (error) {
       // The database may be restarting: the poll tries again.
-      logger.warn({ err: error }, 'claiming deliveries failed');
+      this.deps.logger.warn({ err: error }, 'claiming deliveries failed');
     }
+  }
+
+  private send(delivery: ClaimedDelivery): void {
+    const webhookId = delivery.webhook_id;
+    let sent = false;
+    this.sending += 1;
+    const onSent = () => {
+      sent = true;
+      this.sending -= 1;
+      this.settling.set(webhookId, (this.settling.get(webhookId) ?? 0) + 1);
+      this.wake();
+    };
+    const task: Promise<void> = deliverClaimed(this.deliverer, delivery, this.shutdown.signal, onSent)
+      .then(
+        () => undefined,
+        (error: unknown) => this.deps.logger.error({ err: error, deliveryId: delivery.id }, 'recording a delivery attempt failed'),
+      )
+      .finally(() => {
+        if (!sent) this.sending -= 1;
+        else if (this.settling.get(webhookId) === 1) this.settling.delete(webhookId);
+        else this.settling.set(webhookId, this.settling.get(webhookId)! - 1);
+        this.inFlight.delete(task);
+        this.wake();
+      });
+    this.inFlight.add(task);
   }
 
   /** Sleeps until the earliest scheduled attempt rather than a whole poll interval. */
