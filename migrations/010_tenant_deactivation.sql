@@ -9,9 +9,10 @@ ALTER TABLE refresh_tokens DROP CONSTRAINT refresh_tokens_revoked_reason_check,
   CHECK (revoked_reason IN ('rotated', 'security_breach_token_reuse', 'logout', 'revoke_all', 'session_revoked', 'password_changed', 'user_deactivated', 'tenant_deactivated'));
 
 -- Fan-out also matches webhooks paused by their tenant's deactivation: what matches meanwhile is
--- held (released when the tenant is activated again), as for a pause by the owner.
-DROP INDEX webhooks_matching_or_paused;
-CREATE INDEX webhooks_matching_or_paused ON webhooks (marketplace_code, topic)
+-- held (released when the tenant is activated again), as for a pause by the owner. A new index for
+-- the new predicate; webhooks_matching_or_paused stays for the previous release's fan-out during a
+-- rolling upgrade (docs/operations.md, Upgrades) and can go in the next release.
+CREATE INDEX webhooks_matching_or_held ON webhooks (marketplace_code, topic)
   WHERE active OR disabled_reason IN ('disabled_by_user', 'tenant_deactivated');
 
 -- Session revocation at a tenant's deactivation finds the users of a marketplace (sellers' users
