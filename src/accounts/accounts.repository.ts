@@ -73,6 +73,7 @@ export async function countUsers(db: Queryable): Promise<number> {
 export interface MarketplaceRow {
   code: string;
   name: string;
+  active: boolean;
   created_at: Date;
 }
 
@@ -96,17 +97,26 @@ const USER_COLUMNS = `id, username, seller_id, role, marketplace_code, active, c
 
 export async function listMarketplaces(db: Queryable, after: string, limit: number): Promise<MarketplaceRow[]> {
   // COLLATE "C": the cursor compares the way the ORDER BY sorts, on every server locale.
-  const { rows } = await db.query<MarketplaceRow>(`SELECT code, name, created_at FROM marketplaces WHERE code COLLATE "C" > $1 ORDER BY code COLLATE "C" LIMIT $2`, [after, limit]);
+  const { rows } = await db.query<MarketplaceRow>(`SELECT code, name, active, created_at FROM marketplaces WHERE code COLLATE "C" > $1 ORDER BY code COLLATE "C" LIMIT $2`, [after, limit]);
   return rows;
 }
 
 export async function findMarketplace(db: Queryable, code: string): Promise<MarketplaceRow | undefined> {
-  const { rows } = await db.query<MarketplaceRow>(`SELECT code, name, created_at FROM marketplaces WHERE code = $1`, [code]);
+  const { rows } = await db.query<MarketplaceRow>(`SELECT code, name, active, created_at FROM marketplaces WHERE code = $1`, [code]);
   return rows[0];
 }
 
-export async function renameMarketplace(db: Queryable, code: string, name: string): Promise<MarketplaceRow | undefined> {
-  const { rows } = await db.query<MarketplaceRow>(`UPDATE marketplaces SET name = $2 WHERE code = $1 RETURNING code, name, created_at`, [code, name]);
+export interface TenantChanges {
+  name?: string | undefined;
+  active?: boolean | undefined;
+}
+
+/** One statement: fields left out keep their value. */
+export async function changeMarketplace(db: Queryable, code: string, changes: TenantChanges): Promise<MarketplaceRow | undefined> {
+  const { rows } = await db.query<MarketplaceRow>(
+    `UPDATE marketplaces SET name = coalesce($2, name), active = coalesce($3, active) WHERE code = $1 RETURNING code, name, active, created_at`,
+    [code, changes.name ?? null, changes.active ?? null],
+  );
   return rows[0];
 }
 
@@ -120,8 +130,11 @@ export async function findSeller(db: Queryable, id: number): Promise<SellerRow |
   return rows[0];
 }
 
-export async function renameSeller(db: Queryable, id: number, name: string): Promise<SellerRow | undefined> {
-  const { rows } = await db.query<SellerRow>(`UPDATE sellers SET name = $2 WHERE id = $1 RETURNING id, name, active, created_at`, [id, name]);
+export async function changeSeller(db: Queryable, id: number, changes: TenantChanges): Promise<SellerRow | undefined> {
+  const { rows } = await db.query<SellerRow>(
+    `UPDATE sellers SET name = coalesce($2, name), active = coalesce($3, active) WHERE id = $1 RETURNING id, name, active, created_at`,
+    [id, changes.name ?? null, changes.active ?? null],
+  );
   return rows[0];
 }
 

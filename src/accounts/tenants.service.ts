@@ -1,10 +1,11 @@
 import { recordAdminAction, type Actor } from '../admin/admin-audit.repository.js';
 import { withConstraints } from '../admin/db-conflicts.js';
-import type { Database } from '../db/database.js';
+import type { Database, Queryable } from '../db/database.js';
 import {
-  deleteRow, findConnection, findMarketplace, findSeller, insertConnection, insertMarketplace, insertSeller, renameMarketplace, renameSeller,
-  type ConnectionRow, type MarketplaceRow, type SellerRow,
+  changeMarketplace, changeSeller, deleteRow, findConnection, findMarketplace, findSeller, insertConnection, insertMarketplace, insertSeller,
+  type ConnectionRow, type MarketplaceRow, type SellerRow, type TenantChanges,
 } from './accounts.repository.js';
+import { applyTenantActivation, type TenantKind } from './tenant-activation.js';
 
 /**
  * Audited changes to marketplaces, sellers and connections, shared by the admin API and the CLI.
@@ -18,12 +19,36 @@ export function createMarketplace(db: Database, code: string, name: string, acto
   }));
 }
 
-export function updateMarketplace(db: Database, code: string, name: string, actor: Actor, now: Date): Promise<MarketplaceRow | undefined> {
+/**
+ * Renames and/or (de)activates a marketplace in one transaction, audited: a rename as `update`, a
+ * change of `active` as `deactivate` or `activate` with what it did (tenant-activation.ts).
+ * Undefined when there is no such marketplace.
+ */
+export function updateMarketplace(db: Database, code: string, changes: TenantChanges, actor: Actor, now: Date): Promise<MarketplaceRow | undefined> {
   return db.transaction(async (tx) => {
-    const row = await renameMarketplace(tx, code, name);
-    if (row) await recordAdminAction(tx, { actor, action: 'update', targetKind: 'marketplace', targetId: code, at: now, detail: { fields: ['name'] } });
+    const row = await changeMarketplace(tx, code, changes);
+    if (row) await auditChanges(tx, 'marketplace', code, changes, actor, now);
     return row;
   });
+}
+
+/** The same for a seller. */
+export function updateSeller(db: Database, id: number, changes: TenantChanges, actor: Actor, now: Date): Promise<SellerRow | undefined> {
+  return db.transaction(async (tx) => {
+    const row = await changeSeller(tx, id, changes);
+    if (row) await auditChanges(tx, 'seller', id, changes, actor, now);
+    return row;
+  });
+}
+
+async function auditChanges(tx: Queryable, kind: TenantKind, key: string | number, changes: TenantChanges, actor: Actor, now: Date): Promise<void> {
+  if (changes.name !== undefined) await recordAdminAction(tx, { actor, action: 'update', targetKind: kind, targetId: key, at: now, detail: { fields: ['name'] } });
+  if (changes.active !== undefined) {
+    // Applied even when the flag already had that value: deactivating again revokes whatever a
+    // login racing the first deactivation may have opened, and changes nothing else.
+    const effects = await applyTenantActivation(tx, kind, String(key), changes.active, now);
+    await recordAdminAction(tx, { actor, action: changes.active ? 'activate' : 'deactivate', targetKind: kind, targetId: key, at: now, detail: { ...effects } });
+  }
 }
 
 export function createSeller(db: Database, id: number, name: string, actor: Actor, now: Date): Promise<SellerRow> {
@@ -32,14 +57,6 @@ export function createSeller(db: Database, id: number, name: string, actor: Acto
     await recordAdminAction(tx, { actor, action: 'create', targetKind: 'seller', targetId: id, at: now });
     return (await findSeller(tx, id))!;
   }));
-}
-
-export function updateSeller(db: Database, id: number, name: string, actor: Actor, now: Date): Promise<SellerRow | undefined> {
-  return db.transaction(async (tx) => {
-    const row = await renameSeller(tx, id, name);
-    if (row) await recordAdminAction(tx, { actor, action: 'update', targetKind: 'seller', targetId: id, at: now, detail: { fields: ['name'] } });
-    return row;
-  });
 }
 
 export function createConnection(db: Database, sellerId: number, marketplaceCode: string, actor: Actor, now: Date): Promise<ConnectionRow> {

@@ -14,8 +14,18 @@ import { ADMIN_PAGE_SIZE, decodeKey, LINK_HEADER, pageOf, PageQuery } from './ad
 
 const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' });
 
-const Marketplace = Type.Object({ code: Type.String(), name: Type.String(), created_at: Timestamp }, { additionalProperties: false });
-const Seller = Type.Object({ id: Type.Integer(), name: Type.String(), active: Type.Boolean(), created_at: Timestamp }, { additionalProperties: false });
+const Active = Type.Boolean({ description: 'False while deactivated: its users and API keys are refused (401), its events refused (409 `tenant_inactive`), its webhooks paused.' });
+const Marketplace = Type.Object({ code: Type.String(), name: Type.String(), active: Active, created_at: Timestamp }, { additionalProperties: false });
+const Seller = Type.Object({ id: Type.Integer(), name: Type.String(), active: Active, created_at: Timestamp }, { additionalProperties: false });
+/** Like PATCH /api/v2/admin/users/{id} {active}: the flag is a field of the record. */
+const TenantChange = Type.Object(
+  {
+    name: Type.Optional(Name),
+    active: Type.Optional(Type.Boolean({ description: '`false` deactivates: every session of its users is revoked, its users and API keys are refused from the next request on (401), events for it are refused (409 `tenant_inactive`) and its webhooks are paused (reason `tenant_deactivated`). `true` activates it again: webhooks resume, held deliveries go out; revoked sessions stay revoked. Admins are never affected.' })),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+const TENANT_CHANGE_DOC = 'Renames it (`name`) and/or deactivates or activates it (`active`, see the field). Audited as `update`, `deactivate` or `activate`.';
 const Connection = Type.Object({ id: Type.Integer(), seller_id: Type.Integer(), marketplace_code: Type.String(), created_at: Timestamp }, { additionalProperties: false });
 
 const iso = <T extends { created_at: Date }>(row: T) => ({ ...row, created_at: row.created_at.toISOString() });
@@ -46,8 +56,8 @@ export const adminTenantRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (
     schema: { ...schema, operationId: 'adminGetMarketplace', summary: 'Get a marketplace', params: CodeParams, response: { 200: Marketplace, ...problemResponses(400, 401, 403, 404, 503) } },
   }, async (request) => iso((await findMarketplace(db, request.params.code)) ?? throwNotFound('marketplace')));
   app.patch('/api/v2/admin/marketplaces/:code', {
-    schema: { ...schema, operationId: 'adminUpdateMarketplace', summary: 'Rename a marketplace', params: CodeParams, body: Type.Object({ name: Name }, { additionalProperties: false }), response: { 200: Marketplace, ...problemResponses(400, 401, 403, 404, 503) } },
-  }, async (request) => iso((await updateMarketplace(db, request.params.code, request.body.name.trim(), actorOf(principalOf(request)), clock.now())) ?? throwNotFound('marketplace')));
+    schema: { ...schema, operationId: 'adminUpdateMarketplace', summary: 'Rename, deactivate or activate a marketplace', description: TENANT_CHANGE_DOC, params: CodeParams, body: TenantChange, response: { 200: Marketplace, ...problemResponses(400, 401, 403, 404, 503) } },
+  }, async (request) => iso((await updateMarketplace(db, request.params.code, changesOf(request.body), actorOf(principalOf(request)), clock.now())) ?? throwNotFound('marketplace')));
   app.delete('/api/v2/admin/marketplaces/:code', {
     schema: { ...schema, operationId: 'adminDeleteMarketplace', summary: 'Delete an unused marketplace', description: '409 while connections, users, webhooks, events or API keys refer to it.', params: CodeParams, response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(400, 401, 403, 404, 409, 503) } },
   }, async (request, reply) => {
@@ -70,8 +80,8 @@ export const adminTenantRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (
     schema: { ...schema, operationId: 'adminGetSeller', summary: 'Get a seller', params: IdParams, response: { 200: Seller, ...problemResponses(400, 401, 403, 404, 503) } },
   }, async (request) => iso((await findSeller(db, request.params.id)) ?? throwNotFound('seller')));
   app.patch('/api/v2/admin/sellers/:id', {
-    schema: { ...schema, operationId: 'adminUpdateSeller', summary: 'Rename a seller', params: IdParams, body: Type.Object({ name: Name }, { additionalProperties: false }), response: { 200: Seller, ...problemResponses(400, 401, 403, 404, 503) } },
-  }, async (request) => iso((await updateSeller(db, request.params.id, request.body.name.trim(), actorOf(principalOf(request)), clock.now())) ?? throwNotFound('seller')));
+    schema: { ...schema, operationId: 'adminUpdateSeller', summary: 'Rename, deactivate or activate a seller', description: TENANT_CHANGE_DOC, params: IdParams, body: TenantChange, response: { 200: Seller, ...problemResponses(400, 401, 403, 404, 503) } },
+  }, async (request) => iso((await updateSeller(db, request.params.id, changesOf(request.body), actorOf(principalOf(request)), clock.now())) ?? throwNotFound('seller')));
   app.delete('/api/v2/admin/sellers/:id', {
     schema: { ...schema, operationId: 'adminDeleteSeller', summary: 'Delete an unused seller', description: '409 while connections, users, products or API keys refer to it.', params: IdParams, response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(400, 401, 403, 404, 409, 503) } },
   }, async (request, reply) => {
@@ -104,6 +114,10 @@ export const adminTenantRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (
     return reply.code(204).send(null);
   });
 };
+
+function changesOf(body: { name?: string; active?: boolean }) {
+  return { name: body.name?.trim(), active: body.active };
+}
 
 function throwNotFound(what: string): never {
   throw notFound(`There is no such ${what}.`);

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { findUserSummary, listUsers, type UserSummary } from '../accounts/accounts.repository.js';
+import { UserName } from '../accounts/user-name.js';
 import { createUser, deleteUser, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, resetPassword, setUserActiveById } from '../accounts/users.service.js';
 import { principalOf } from '../auth/authenticate.js';
 import type { FeatureDeps } from '../deps.js';
@@ -44,7 +45,7 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (ap
       ...schema, operationId: 'adminCreateUser', summary: 'Create a user',
       description: 'seller_id is the seller the login result names (optional for admins); a marketplace user also names its marketplace_code.',
       body: Type.Object({
-        username: Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\u0000-\\u001f\\u007f]+$' }),
+        username: UserName,
         password: Password,
         seller_id: Type.Optional(Id),
         role: Type.Optional(Role),

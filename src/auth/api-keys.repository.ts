@@ -1,4 +1,5 @@
 import type { Role } from '../accounts/accounts.repository.js';
+import { tenantActiveSql } from '../accounts/tenant-state.js';
 import type { Queryable } from '../db/database.js';
 
 export interface ApiKeyRow {
@@ -36,9 +37,17 @@ export async function insertApiKey(db: Queryable, key: NewApiKey): Promise<ApiKe
   return rows[0]!;
 }
 
-/** The key with this hash if it is not revoked: one probe of the unique index, no cache, so a revocation counts at once everywhere. */
-export async function findActiveApiKeyByHash(db: Queryable, hash: Buffer): Promise<ApiKeyRow | undefined> {
-  const { rows } = await db.query<ApiKeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`, [hash]);
+/**
+ * The key with this hash if it is not revoked, and whether its seller or marketplace is active:
+ * one probe of the unique index (and one of the tenant's primary key, in the same statement), no
+ * cache, so a revocation or a tenant's deactivation counts at once everywhere.
+ */
+export async function findActiveApiKeyByHash(db: Queryable, hash: Buffer): Promise<(ApiKeyRow & { tenant_active: boolean }) | undefined> {
+  const { rows } = await db.query<ApiKeyRow & { tenant_active: boolean }>(
+    `SELECT ${COLUMNS}, ${tenantActiveSql('role', 'seller_id', 'marketplace_code')} AS tenant_active
+       FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
+    [hash],
+  );
   return rows[0];
 }
 

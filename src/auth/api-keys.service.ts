@@ -1,4 +1,5 @@
 import type { Role } from '../accounts/accounts.repository.js';
+import { inactiveTenantOf } from '../accounts/tenant-state.js';
 import { recordAdminAction, type Actor } from '../admin/admin-audit.repository.js';
 import type { Database, Queryable } from '../db/database.js';
 import { AppError, invalidField, notFound } from '../http/errors.js';
@@ -70,8 +71,8 @@ export async function revokeApiKeyById(db: Database, id: number, actor: Actor, n
 }
 
 export class InvalidApiKeyError extends AppError {
-  constructor() {
-    super('unauthorized', 'The API key is invalid or revoked.', { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
+  constructor(detail = 'The API key is invalid or revoked.') {
+    super('unauthorized', detail, { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
   }
 }
 
@@ -82,6 +83,7 @@ export class InvalidApiKeyError extends AppError {
 export async function authenticateApiKey(db: Queryable, key: string, now: Date, lastUsedResolutionSeconds: number): Promise<ApiKeyPrincipal> {
   const row = await findActiveApiKeyByHash(db, hashApiKey(key));
   if (!row) throw new InvalidApiKeyError();
+  if (!row.tenant_active) throw new InvalidApiKeyError(`The ${inactiveTenantOf(row.role)} of this API key is deactivated.`);
   const resolutionMs = lastUsedResolutionSeconds * 1000;
   if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() >= resolutionMs) {
     await touchApiKey(db, row.id, now, resolutionMs);

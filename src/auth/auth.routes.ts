@@ -12,6 +12,7 @@ import { changeOwnPassword } from './password-change.service.js';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../accounts/users.service.js';
 import { sessionRoutes } from './sessions.routes.js';
 import { logout, revokeAll } from './sessions.service.js';
+import { UserName } from '../accounts/user-name.js';
 
 const TokenPairSchema = Type.Object(
   {
@@ -26,8 +27,7 @@ const TokenPairSchema = Type.Object(
 );
 
 const LoginBody = Type.Object({
-  // Control characters are never part of a user name (and PostgreSQL text cannot hold NUL).
-  username: Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\u0000-\\u001f\\u007f]+$' }),
+  username: UserName,
   password: Type.String({ minLength: 1, maxLength: 1024 }),
 });
 

@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { inactiveTenantOf, isPrincipalTenantActive } from '../accounts/tenant-state.js';
 import type { FeatureDeps } from '../deps.js';
 import { AppError } from '../http/errors.js';
 import type { Keys } from '../keys.js';
@@ -43,12 +44,17 @@ export function authenticate({ keys, config, clock, db }: FeatureDeps) {
     }
     const match = BEARER.exec(header);
     if (!match) throw unauthorized('The Authorization header does not carry a bearer access token.');
+    let principal: Principal;
     try {
-      request.principal = await tokens.verify(match[1]!, clock.now());
+      principal = await tokens.verify(match[1]!, clock.now());
     } catch (error) {
       if (error instanceof InvalidAccessTokenError) throw unauthorized('The access token is invalid or expired.');
       throw error;
     }
+    // The token itself is stateless; its tenant's state is not: a deactivated seller or
+    // marketplace is refused from the next request on, in every process (one primary-key probe).
+    if (!(await isPrincipalTenantActive(db, principal))) throw unauthorized(`The ${inactiveTenantOf(principal.role)} of this access token is deactivated.`);
+    request.principal = principal;
   };
 }
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { inactiveTenantOf } from '../accounts/tenant-state.js';
 import type { FeatureDeps } from '../deps.js';
 import { AppError } from '../http/errors.js';
 import { recordAuthEvent, type RequestOrigin } from './auth-events.repository.js';
@@ -82,6 +83,10 @@ export async function login(deps: FeatureDeps, guards: LoginGuards, input: Login
   if (!user.active) {
     await recordAuthEvent(db, { type: 'login_failed', at: now, origin, userId: user.id, username: user.username, detail: { reason: 'user_inactive' } });
     throw new AppError('user_inactive', 'The user is disabled.');
+  }
+  if (!user.tenant_active) {
+    await recordAuthEvent(db, { type: 'login_failed', at: now, origin, userId: user.id, username: user.username, detail: { reason: 'tenant_inactive' } });
+    throw new AppError('user_inactive', `The user's ${inactiveTenantOf(user.role)} is deactivated.`);
   }
   if (needsRehash(user.password_hash)) {
     const rehashed = await hashPassword(input.password);

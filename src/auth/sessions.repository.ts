@@ -1,6 +1,7 @@
+import { tenantActiveSql } from '../accounts/tenant-state.js';
 import type { Queryable } from '../db/database.js';
 
-export type RevocationReason = 'rotated' | 'security_breach_token_reuse' | 'logout' | 'revoke_all' | 'session_revoked' | 'password_changed' | 'user_deactivated';
+export type RevocationReason = 'rotated' | 'security_breach_token_reuse' | 'logout' | 'revoke_all' | 'session_revoked' | 'password_changed' | 'user_deactivated' | 'tenant_deactivated';
 
 export interface LockedRefreshToken {
   id: number;
@@ -58,7 +59,9 @@ export async function lockRefreshToken(tx: Queryable, hash: Buffer): Promise<Loc
   await tx.query(`SELECT pg_advisory_xact_lock($1, $2)`, [REFRESH_LOCK_NAMESPACE, owner.rows[0]!.user_id]);
   const { rows } = await tx.query<LockedRefreshToken>(
     `SELECT rt.id, rt.session_id, rt.user_id, rt.expires_at, rt.revoked_at, rt.revoked_reason,
-            u.username, u.seller_id, u.role, u.marketplace_code, u.active AS user_active
+            u.username, u.seller_id, u.role, u.marketplace_code,
+            -- A user of a deactivated seller or marketplace is refused like a disabled user.
+            u.active AND ${tenantActiveSql('u.role', 'u.seller_id', 'u.marketplace_code')} AS user_active
        FROM refresh_tokens rt JOIN users u ON u.id = rt.user_id
       WHERE rt.token_hash = $1
         FOR UPDATE OF rt`,

@@ -61,6 +61,10 @@ describe('plaza CLI (in-process)', () => {
       [['api-keys', 'add', '--name', 'x', '--role', 'seller'], /--seller <id> is required with --role seller/],
       [['api-keys', 'add', '--name', 'x', '--role', 'admin', '--marketplace', 'MKT'], /--marketplace <code> is required with --role marketplace, and only with it/],
       [['api-keys', 'revoke', 'x1'], /positive integer/],
+      [['sellers', 'deactivate', 'abc'], /<id> must be a positive integer/],
+      [['sellers', 'activate'], /<id> is required/],
+      [['marketplaces', 'deactivate', 'bad code!'], /only letters, digits/],
+      [['marketplaces', 'activate', 'meli', 'extra'], /Unexpected argument "extra"/],
     ];
     for (const [args, message] of cases) {
       const run = await runInProcess(args, { stdin: 'long-enough-password' });
@@ -83,8 +87,8 @@ describe('plaza CLI (in-process)', () => {
     assert.ok(alice && (await verifyPassword(alice.password_hash, 's3cret-passw0rd')), 'the password came from stdin, without its newline');
     assert.equal((await findUserByUsername(ctx.db, 'root'))?.seller_id, null);
 
-    assert.match((await plaza(['marketplaces', 'list'])).stdout, /^CODE +NAME +CREATED\nmeli +Mercado Libre/m);
-    assert.match((await plaza(['sellers', 'list'])).stdout, /^42 +Acme/m);
+    assert.match((await plaza(['marketplaces', 'list'])).stdout, /^CODE +NAME +ACTIVE +CREATED\nmeli +Mercado Libre +true/m);
+    assert.match((await plaza(['sellers', 'list'])).stdout, /^42 +Acme +true/m);
     assert.match((await plaza(['connections', 'list', '--marketplace', 'meli'])).stdout, new RegExp(`^${connection.stdout.trim()} +42 +meli`, 'm'));
     const users = (await plaza(['users', 'list'])).stdout;
     assert.match(users, /alice +seller +42/);
@@ -124,6 +128,44 @@ describe('plaza CLI (in-process)', () => {
     await loginOk(ctx, { username: 'carla', password: 'fresh-passw0rd' });
     const { rows } = await ctx.db.query<{ action: string }>(`SELECT action FROM admin_audit WHERE actor = 'cli' AND target_kind = 'user' ORDER BY id`);
     assert.ok(['deactivate', 'activate', 'reset_password'].every((action) => rows.some((row) => row.action === action)));
+  });
+
+  test('sellers and marketplaces deactivate: sessions end, login refused; activate: login works, old sessions stay revoked', async () => {
+    assert.equal((await plaza(['marketplaces', 'add', 'cli-mkt', '--name', 'CLI market'])).code, 0);
+    assert.equal((await plaza(['sellers', 'add', '77', '--name', 'Seventy-seven'])).code, 0);
+    const dora = { username: 'dora', password: 'dora-passw0rd' };
+    const mona = { username: 'mona', password: 'mona-passw0rd' };
+    assert.equal((await plaza(['users', 'add', dora.username, '--seller', '77'], dora.password)).code, 0);
+    assert.equal((await plaza(['users', 'add', mona.username, '--seller', '77', '--role', 'marketplace', '--marketplace', 'cli-mkt'], mona.password)).code, 0);
+    const login = (user: typeof dora) => ctx.app.inject({ method: 'POST', url: '/api/v2/auth/login', payload: user });
+
+    const doraSession = await loginOk(ctx, dora);
+    const off = await plaza(['sellers', 'deactivate', '77']);
+    assert.equal(off.code, 0, off.stderr);
+    assert.match(off.stdout, /Seller 77 is now inactive/);
+    assert.match((await plaza(['sellers', 'list'])).stdout, /^77 +Seventy-seven +false/m);
+    assert.equal((await postRefresh(ctx, doraSession.refresh_token)).statusCode, 401);
+    assert.equal((await login(dora)).statusCode, 403);
+    // A marketplace user is bound by its marketplace, not by the seller it also names.
+    const monaSession = await loginOk(ctx, mona);
+    assert.equal((await plaza(['sellers', 'activate', '77'])).code, 0);
+    assert.equal((await postRefresh(ctx, doraSession.refresh_token)).statusCode, 401, 're-activation does not revive the session');
+    await loginOk(ctx, dora);
+
+    assert.equal((await plaza(['marketplaces', 'deactivate', 'cli-mkt'])).code, 0);
+    assert.match((await plaza(['marketplaces', 'list'])).stdout, /^cli-mkt +CLI market +false/m);
+    assert.equal((await postRefresh(ctx, monaSession.refresh_token)).statusCode, 401);
+    assert.equal((await login(mona)).statusCode, 403);
+    assert.equal((await plaza(['marketplaces', 'activate', 'cli-mkt'])).code, 0);
+    await loginOk(ctx, mona);
+
+    for (const [args, message] of [[['sellers', 'deactivate', '999'], /There is no seller 999\./], [['marketplaces', 'activate', 'nowhere'], /There is no marketplace nowhere\./]] as const) {
+      const run = await plaza([...args]);
+      assert.equal(run.code, 2);
+      assert.match(run.stderr, message);
+    }
+    const { rows } = await ctx.db.query<{ action: string; target_kind: string }>(`SELECT action, target_kind FROM admin_audit WHERE actor = 'cli' AND target_id IN ('77', 'cli-mkt') AND action IN ('deactivate', 'activate') ORDER BY id`);
+    assert.deepEqual(rows.map((r) => `${r.action} ${r.target_kind}`), ['deactivate seller', 'activate seller', 'deactivate marketplace', 'activate marketplace']);
   });
 
   test('api-keys add prints the key once; list never shows it; revoke stops it at once', async () => {

@@ -1,8 +1,23 @@
 import { listConnections, listMarketplaces, listSellers } from '../accounts/accounts.repository.js';
-import { createConnection, createMarketplace, createSeller, deleteTenant } from '../accounts/tenants.service.js';
+import { createConnection, createMarketplace, createSeller, deleteTenant, updateMarketplace, updateSeller } from '../accounts/tenants.service.js';
 import { CLI_ACTOR } from '../admin/admin-audit.repository.js';
-import { CLI_PAGE, optional, readAll, requireCode, requireId, requireText, table, type Command } from './command.js';
+import { CLI_PAGE, optional, readAll, requireCode, requireId, requireText, table, type CliContext, type Command } from './command.js';
 import { UsageError } from './usage-error.js';
+
+const DEACTIVATE_DETAILS =
+  'Revokes every session of its users; its users and API keys are refused from their next request on; events for it are refused ' +
+  '(409 tenant_inactive); its webhooks are paused (reason tenant_deactivated) and what they match meanwhile is held. Admins are not affected.';
+const ACTIVATE_DETAILS = 'Its users log in again and its API keys work again; sessions revoked by the deactivation stay revoked. Its paused webhooks resume and their held deliveries go out.';
+
+async function setMarketplaceActive(ctx: CliContext, code: string, active: boolean): Promise<void> {
+  if (!(await updateMarketplace(await ctx.database(), code, { active }, CLI_ACTOR, ctx.now()))) throw new UsageError(`There is no marketplace ${code}.`);
+  ctx.out(`Marketplace ${code} is now ${active ? 'active' : 'inactive'}.${active ? '' : ' Its users\' sessions are revoked.'}`);
+}
+
+async function setSellerActive(ctx: CliContext, id: number, active: boolean): Promise<void> {
+  if (!(await updateSeller(await ctx.database(), id, { active }, CLI_ACTOR, ctx.now()))) throw new UsageError(`There is no seller ${id}.`);
+  ctx.out(`Seller ${id} is now ${active ? 'active' : 'inactive'}.${active ? '' : ' Its users\' sessions are revoked.'}`);
+}
 
 /** Marketplaces, sellers and the connections between them. */
 export const tenantCommands: Command[] = [
@@ -25,7 +40,25 @@ export const tenantCommands: Command[] = [
     async run(_input, ctx) {
       const db = await ctx.database();
       const rows = await readAll((last: { code: string } | undefined) => listMarketplaces(db, last?.code ?? '', CLI_PAGE));
-      ctx.out(table(['CODE', 'NAME', 'CREATED'], rows.map((row) => [row.code, row.name, row.created_at])));
+      ctx.out(table(['CODE', 'NAME', 'ACTIVE', 'CREATED'], rows.map((row) => [row.code, row.name, row.active, row.created_at])));
+    },
+  },
+  {
+    name: 'marketplaces deactivate',
+    args: '<code>',
+    summary: 'Disable a marketplace: its users and API keys are refused, its users\' sessions revoked',
+    details: DEACTIVATE_DETAILS,
+    async run({ positionals }, ctx) {
+      await setMarketplaceActive(ctx, requireCode(positionals[0]), false);
+    },
+  },
+  {
+    name: 'marketplaces activate',
+    args: '<code>',
+    summary: 'Enable a marketplace again (old sessions stay revoked)',
+    details: ACTIVATE_DETAILS,
+    async run({ positionals }, ctx) {
+      await setMarketplaceActive(ctx, requireCode(positionals[0]), true);
     },
   },
   {
@@ -57,7 +90,25 @@ export const tenantCommands: Command[] = [
     async run(_input, ctx) {
       const db = await ctx.database();
       const rows = await readAll((last: { id: number } | undefined) => listSellers(db, last?.id ?? 0, CLI_PAGE));
-      ctx.out(table(['ID', 'NAME', 'CREATED'], rows.map((row) => [row.id, row.name, row.created_at])));
+      ctx.out(table(['ID', 'NAME', 'ACTIVE', 'CREATED'], rows.map((row) => [row.id, row.name, row.active, row.created_at])));
+    },
+  },
+  {
+    name: 'sellers deactivate',
+    args: '<id>',
+    summary: 'Disable a seller: its users and API keys are refused, its users\' sessions revoked',
+    details: DEACTIVATE_DETAILS,
+    async run({ positionals }, ctx) {
+      await setSellerActive(ctx, requireId(positionals[0], '<id>'), false);
+    },
+  },
+  {
+    name: 'sellers activate',
+    args: '<id>',
+    summary: 'Enable a seller again (old sessions stay revoked)',
+    details: ACTIVATE_DETAILS,
+    async run({ positionals }, ctx) {
+      await setSellerActive(ctx, requireId(positionals[0], '<id>'), true);
     },
   },
   {

@@ -60,7 +60,7 @@ export interface FanOut {
 /**
  * One delivery per matching webhook, in one statement however many webhooks match: pending for an
  * active webhook, held for a paused one (it goes out when the webhook is resumed).
- * A webhook matches when it is active or paused by its owner, in the event's marketplace, subscribed to one of the
+ * A webhook matches when it is active or paused (by its owner, or by its tenant's deactivation), in the event's marketplace, subscribed to one of the
  * topics, filtered to `*` or this seller, and its owner may see the seller: a seller tenant only
  * itself, a marketplace tenant the sellers connected to it, the admins everyone.
  * message_id is random and stays with the delivery for good (the `webhook-id` header).
@@ -78,9 +78,10 @@ export async function createDeliveries(db: Queryable, fanOut: FanOut): Promise<n
               CASE WHEN w.active THEN 'pending' ELSE 'held' END, 0, ${dbNow(8)}, $6, $6
          FROM webhooks w
         WHERE w.marketplace_code = $2
-          -- 'disabled_by_user' is DISABLED_BY_USER (webhooks.repository.ts), written out so that the
-          -- planner can match the partial index webhooks_matching_or_paused.
-          AND (w.active OR w.disabled_reason = 'disabled_by_user')
+          -- 'disabled_by_user' is DISABLED_BY_USER (webhooks.repository.ts) and 'tenant_deactivated'
+          -- TENANT_DEACTIVATED (accounts/tenant-activation.ts), written out so that the planner can
+          -- match the partial index webhooks_matching_or_held (migration 010).
+          AND (w.active OR w.disabled_reason IN ('disabled_by_user', 'tenant_deactivated'))
           AND w.topic = ANY($5::text[])
           AND (w.seller_id = '*' OR w.seller_id = $3::text)
           AND (

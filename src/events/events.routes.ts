@@ -25,7 +25,8 @@ export const eventRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, d
         summary: 'Accept an event and queue its notifications',
         description:
           'Stores the event and one delivery per matching webhook in one transaction (docs/events.md). ' +
-          'event_id is an idempotency key of the producer (the seller the event is for, in this marketplace): the same event again returns the first answer; another event of that seller with the same key is 409.',
+          'event_id is an idempotency key of the producer (the seller the event is for, in this marketplace): the same event again returns the first answer; another event of that seller with the same key is 409. ' +
+          'A deactivated seller or marketplace takes no events: 409 `tenant_inactive`.',
         security: [{ bearerAuth: [] }],
         params: MarketplaceParams,
         body: EventBody,

@@ -30,13 +30,18 @@ export async function validateEvent(db: Queryable, marketplaceCode: string, even
   }
 
   // Events of a seller that does not sell on this marketplace are refused: a seller reaches a
-  // marketplace only through a connection.
-  const { rows } = await db.query<{ seller_connected: boolean; connection_ok: boolean }>(
+  // marketplace only through a connection. In the same statement: whether the seller and the
+  // marketplace are active (a deactivated one takes no events, whoever sends them).
+  const { rows } = await db.query<{ seller_connected: boolean; connection_ok: boolean; seller_active: boolean | null; marketplace_active: boolean | null }>(
     `SELECT EXISTS (SELECT 1 FROM marketplace_connections WHERE marketplace_code = $1 AND seller_id = $2) AS seller_connected,
-            EXISTS (SELECT 1 FROM marketplace_connections WHERE marketplace_code = $1 AND seller_id = $2 AND id = $3) AS connection_ok`,
+            EXISTS (SELECT 1 FROM marketplace_connections WHERE marketplace_code = $1 AND seller_id = $2 AND id = $3) AS connection_ok,
+            (SELECT active FROM sellers WHERE id = $2) AS seller_active,
+            (SELECT active FROM marketplaces WHERE code = $1) AS marketplace_active`,
     [marketplaceCode, event.seller_id, event.marketplace_connection_id ?? null],
   );
   const check = rows[0]!;
+  if (check.marketplace_active === false) throw new AppError('tenant_inactive', `Marketplace ${marketplaceCode} is deactivated: it takes no events.`);
+  if (check.seller_active === false) throw new AppError('tenant_inactive', `Seller ${event.seller_id} is deactivated: it takes no events.`);
   if (!check.seller_connected) add('seller_id', `has no connection to marketplace ${marketplaceCode}`);
   else if (event.marketplace_connection_id !== undefined && !check.connection_ok) {
     add('marketplace_connection_id', `is not a connection of seller ${event.seller_id} to marketplace ${marketplaceCode}`);

@@ -17,6 +17,7 @@ export const errorCatalog = {
   webhook_code_taken: { status: 409, title: 'A webhook with this code already exists' },
   webhook_limit_reached: { status: 409, title: 'The webhook limit is reached' },
   conflict: { status: 409, title: 'Conflict with the current state' },
+  tenant_inactive: { status: 409, title: 'The seller or marketplace is deactivated' },
   payload_too_large: { status: 413, title: 'The body is too large' },
   uri_too_long: { status: 414, title: 'A path segment is too long' },
   unsupported_media_type: { status: 415, title: 'Unsupported content type; send application/json' },

@@ -2,6 +2,7 @@ import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Principal } from '../auth/access-tokens.js';
 import type { Queryable } from '../db/database.js';
 import { hashToken } from './portal-links.repository.js';
+import { tenantActiveSql } from '../accounts/tenant-state.js';
 
 /** A signed-in portal session: who it acts as, and (from a portal link) the one marketplace it may see. */
 export interface PortalSession {
@@ -53,7 +54,9 @@ export async function findPortalSession(db: Queryable, cookie: string, now: Date
        FROM portal_sessions p
        JOIN users u ON u.id = p.user_id AND u.active
        LEFT JOIN sessions s ON s.id = p.auth_session_id
-      WHERE p.id_hash = $1 AND p.expires_at > $2 AND (p.auth_session_id IS NULL OR s.revoked_at IS NULL)`,
+      WHERE p.id_hash = $1 AND p.expires_at > $2 AND (p.auth_session_id IS NULL OR s.revoked_at IS NULL)
+        -- The tenant the session acts for is still active (a deactivated seller or marketplace ends it).
+        AND ${tenantActiveSql('p.role', 'p.seller_id', 'p.marketplace_code')}`,
     [hashToken(cookie), now],
   );
   const row = rows[0];

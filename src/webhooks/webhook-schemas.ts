@@ -57,7 +57,7 @@ const webhookProperties = {
   seller_id: SellerIdOut,
   active: Type.Boolean({ description: 'False once paused (PATCH active=false: matching events are held) or disabled by the delivery (lasting failures or a 410: nothing is recorded).' }),
   disabled_reason: Type.Union([Type.Enum(Object.keys(DISABLED_REASONS) as DisabledReason[]), Type.Null()], {
-    description: 'Why it is disabled, as a code (null while active): disabled_by_user (a pause: matching events are held), receiver_gone (410), failing_too_long.',
+    description: 'Why it is disabled, as a code (null while active): disabled_by_user (a pause: matching events are held), receiver_gone (410), failing_too_long, tenant_deactivated (its seller or marketplace is deactivated: matching events are held until it is activated again).',
   }),
   disabled_message: Type.Union([Type.String(), Type.Null()], { description: 'The same reason in words, for people; null while active.' }),
   disabled_at: Type.Union([Timestamp, Type.Null()], { description: 'When it was paused or disabled, while it is.' }),

@@ -1,0 +1,72 @@
+import type { Queryable } from '../db/database.js';
+import { notifyDeliveryWorkers, releaseHeldDeliveries } from '../delivery/deliveries.repository.js';
+
+export type TenantKind = 'marketplace' | 'seller';
+
+/** Why a webhook is paused by its tenant's deactivation (docs/webhooks.md lists the codes). */
+export const TENANT_DEACTIVATED = 'tenant_deactivated';
+
+export interface ActivationEffects {
+  /** Refresh tokens revoked (deactivation only). */
+  revoked_tokens: number;
+  /** Webhooks paused (deactivation) or resumed (activation). */
+  webhooks: number;
+}
+
+/** The users a tenant's deactivation concerns: those whose role acts for it (never admins). */
+function usersOf(kind: TenantKind): string {
+  return kind === 'marketplace'
+    ? `SELECT id FROM users WHERE role = 'marketplace' AND marketplace_code = $1::text`
+    : `SELECT id FROM users WHERE role = 'seller' AND seller_id = $1::text::int`;
+}
+
+/**
+ * What a tenant's deactivation or activation does besides its flag, inside the caller's
+ * transaction (the flag, this and the audit row commit together).
+ *
+ * Deactivation revokes every session and refresh token of the tenant's users (reason
+ * `tenant_deactivated`), so that activating the tenant again does not revive them, and pauses the
+ * tenant's own active webhooks with reason `tenant_deactivated`: their pending deliveries and
+ * retries wait (the claim takes only active webhooks' work), what matches meanwhile is held.
+ * Activation resumes exactly those webhooks (a webhook its owner paused, or the delivery disabled,
+ * stays as it was) and releases their held deliveries, in order, as a resume does.
+ * Access tokens and API keys need nothing here: they are checked against the flag on every request.
+ */
+export async function applyTenantActivation(tx: Queryable, kind: TenantKind, key: string, active: boolean, now: Date): Promise<ActivationEffects> {
+  if (!active) {
+    const { rows } = await tx.query<{ tokens: number }>(
+      `WITH tokens AS (
+         UPDATE refresh_tokens SET revoked_at = $2, revoked_reason = 'tenant_deactivated'
+          WHERE revoked_at IS NULL AND user_id IN (${usersOf(kind)})
+          RETURNING 1
+       ), sessions AS (
+         UPDATE sessions SET revoked_at = $2 WHERE revoked_at IS NULL AND user_id IN (${usersOf(kind)}) RETURNING 1
+       )
+       SELECT (SELECT count(*) FROM tokens)::int AS tokens`,
+      [key, now],
+    );
+    const paused = await tx.query(
+      `UPDATE webhooks SET active = false, disabled_reason = $3, disabled_at = $4, updated_at = $4
+        WHERE tenant_kind = $1 AND tenant_id = $2 AND active`,
+      [kind, key, TENANT_DEACTIVATED, now],
+    );
+    return { revoked_tokens: rows[0]?.tokens ?? 0, webhooks: paused.rowCount };
+  }
+  // Locked first, as a resume does (webhooks.service.ts): an event being fanned out (FOR KEY SHARE
+  // on the webhook) either commits its held delivery before the release below, or waits and sees
+  // the webhook active.
+  const { rows } = await tx.query<{ id: number }>(
+    `SELECT id FROM webhooks WHERE tenant_kind = $1 AND tenant_id = $2 AND NOT active AND disabled_reason = $3 ORDER BY id FOR UPDATE`,
+    [kind, key, TENANT_DEACTIVATED],
+  );
+  if (rows.length === 0) return { revoked_tokens: 0, webhooks: 0 };
+  const ids = rows.map((row) => row.id);
+  await tx.query(
+    `UPDATE webhooks SET active = true, disabled_reason = NULL, disabled_at = NULL, failing_since = NULL, updated_at = $2 WHERE id = ANY($1::bigint[])`,
+    [ids, now],
+  );
+  for (const id of ids) await releaseHeldDeliveries(tx, id, now);
+  // Pending deliveries waited too: wake the workers whether or not anything was held.
+  await notifyDeliveryWorkers(tx);
+  return { revoked_tokens: 0, webhooks: ids.length };
+}
