@@ -10,7 +10,7 @@
 // spawn (LOG_LEVEL=debug), to see where a start spends its time. It does not build: run
 // `npm run build` first (what `npm start` runs is dist/src/main.js).
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -28,6 +28,8 @@ const { values } = parseArgs({
 const main = new URL('../dist/src/main.js', import.meta.url).pathname;
 const port = Number(values.port);
 const dataDir = values['data-dir'] ?? mkdtempSync(join(tmpdir(), 'plaza-start-time-'));
+// A --data-dir that already holds a cluster has no first start: its first run is a later start.
+const isNew = !existsSync(join(dataDir, 'postgres', 'PG_VERSION'));
 const env = {
   ...process.env,
   DATA_DIR: dataDir,
@@ -97,7 +99,7 @@ const describe = ({ ms, cpu }) => `${seconds(ms)}${cpu === undefined ? '' : ` (P
 const median = (list) => [...list].sort((a, b) => a - b)[Math.floor((list.length - 1) / 2)];
 try {
   const first = await start();
-  console.log(`first start (new DATA_DIR ${dataDir}): ${describe(first)}`);
+  console.log(`${isNew ? 'first start (new' : 'start 0 (existing'} DATA_DIR ${dataDir}): ${describe(first)}`);
   const later = [];
   for (let i = 0; i < Number(values.later); i++) {
     later.push(await start());
