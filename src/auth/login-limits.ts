@@ -4,7 +4,7 @@ import { attemptKeys } from './login-limit-keys.js';
 import { limitRulesOf, planAttempt, planSuccess } from './login-limit-rules.js';
 import type { CounterStore, LimitDecision } from './login-limit-types.js';
 import { SqlCounterStore } from './login-limits.postgres.js';
-import { RedisCounterStore } from './login-limits.redis.js';
+import type { RedisCounterStore } from './login-limits.redis.js';
 
 /**
  * Progressive login limits on three counters per attempt: (account, IP), the account over all IPs,
@@ -30,7 +30,7 @@ export interface LoginLimiter {
 export function createLoginLimiter(deps: { config: Config; db: Database }): LoginLimiter {
   const { config } = deps;
   const rules = limitRulesOf(config);
-  const store: CounterStore = config.REDIS_URL ? new RedisCounterStore(config.REDIS_URL, `${config.REDIS_KEY_PREFIX}login:`) : new SqlCounterStore(deps.db, rules);
+  const store: CounterStore = config.REDIS_URL ? redisStore(config.REDIS_URL, `${config.REDIS_KEY_PREFIX}login:`) : new SqlCounterStore(deps.db, rules);
   const keysOf = (account: string, ip: string) => {
     const keys = attemptKeys(account, ip);
     return { keys, list: [keys.pair, keys.user, keys.ip] };
@@ -45,5 +45,19 @@ export function createLoginLimiter(deps: { config: Config; db: Database }): Logi
       await store.apply(list, now, (counters) => planSuccess(keys, counters, now.getTime()));
     },
     close: async () => store.close?.(),
+  };
+}
+
+/**
+ * The Redis store, loaded on first use: the redis client is among the largest modules Plaza has
+ * (≈0.15 s to load), and most installations have no REDIS_URL; not loading it at all for them keeps
+ * it out of every start (docs/performance.md, start-up).
+ */
+function redisStore(url: string, prefix: string): CounterStore {
+  let store: Promise<RedisCounterStore> | undefined;
+  const load = () => (store ??= import('./login-limits.redis.js').then(({ RedisCounterStore }) => new RedisCounterStore(url, prefix)));
+  return {
+    apply: async (keys, now, plan) => (await load()).apply(keys, now, plan),
+    close: async () => (store ? (await store).close() : undefined),
   };
 }

@@ -1,4 +1,4 @@
-import { systemClock, type Clock } from '../clock.js';
+import { ManualClock, systemClock, type Clock } from '../clock.js';
 
 /**
  * Leases and due times are computed by the database's clock, so that workers on hosts whose clocks
@@ -11,6 +11,15 @@ export function dbNow(parameter: number): string {
   return `(now() + $${parameter}::double precision * interval '1 millisecond')`;
 }
 
+/**
+ * A ManualClock's offset is fixed when it is made and moves only with advance(), so the database's
+ * time in tests is now() plus a constant: it runs on from the test clock's as real time passes and
+ * never goes back. Measured again per call (clock.now() − Date.now()), it carried the varying gap
+ * between the client's Date.now() and the transaction's now(): a row written due "now" could be
+ * a millisecond short of due at the next claim. Any other injected clock is measured per call.
+ */
 export function clockOffsetMs(clock: Clock): number {
-  return clock === systemClock ? 0 : clock.now().getTime() - Date.now();
+  if (clock === systemClock) return 0;
+  if (clock instanceof ManualClock) return clock.wallClockOffsetMs;
+  return clock.now().getTime() - Date.now();
 }

@@ -113,7 +113,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
     async (request, reply) => {
       deps.tenantRateLimits.take(principalOf(request), 'retry');
       const webhook = await webhookOf(request, request.params);
-      const outcome = await retryDelivery(db, webhook.id, request.params.id, clock.now());
+      const outcome = await retryDelivery(db, webhook.id, request.params.id, clock);
       if (outcome === 'not_found') throw notFound(DELIVERY_NOT_FOUND);
       if (outcome === 'delivering') throw new AppError('conflict', 'The delivery is being sent right now; retry once this attempt has finished.');
       const delivery = await findDelivery(db, webhook.id, request.params.id);
@@ -157,7 +157,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
           entityId: body.entity_id,
           topic: body.topic,
         },
-        { now, dryRun, ratePerSecond: config.DELIVERY_REPLAY_RATE_PER_SECOND, maxDeliveries: config.DELIVERY_REPLAY_MAX_DELIVERIES },
+        { clock, dryRun, ratePerSecond: config.DELIVERY_REPLAY_RATE_PER_SECOND, maxDeliveries: config.DELIVERY_REPLAY_MAX_DELIVERIES },
       );
       return reply.code(dryRun ? 200 : 202).send({ ...outcome, dry_run: dryRun });
     },

@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Clock } from '../clock.js';
 import type { Queryable } from '../db/database.js';
 import type { Keys } from '../keys.js';
 import { seedMarketplace } from '../testing/fixtures.js';
 import { encryptSecret, newWebhookSecret } from '../webhooks/secret-box.js';
+import { clockOffsetMs, dbNow } from './database-clock.js';
 
 /** Test helpers of the delivery tests: a real HTTP receiver and rows inserted with SQL. */
 
@@ -173,4 +175,14 @@ export async function attemptRows(db: Queryable, deliveryId: number) {
     [deliveryId],
   );
   return rows;
+}
+
+/**
+ * The database's "now" in milliseconds, as the delivery SQL sees it (database-clock.ts): the test
+ * clock's time plus the real time that has passed since it was made or last advanced. Compare times
+ * the database wrote (next_attempt_at, a disable's updated_at) with this, not with the test clock.
+ */
+export async function databaseNow(db: Queryable, clock: Clock): Promise<number> {
+  const { rows } = await db.query<{ now: Date }>(`SELECT ${dbNow(1)} AS now`, [clockOffsetMs(clock)]);
+  return rows[0]!.now.getTime();
 }

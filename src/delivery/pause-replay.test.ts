@@ -5,7 +5,7 @@ import pino from 'pino';
 import { deliveriesOf, postEvent, sampleEvent, seedWorld, type World } from '../events/test-support.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { createDeliverer, deliverDue, type Deliverer } from './deliver.js';
-import { Receiver } from './delivery-test-kit.js';
+import { databaseNow, Receiver } from './delivery-test-kit.js';
 import { DELIVERY_CHANNEL } from './deliveries.repository.js';
 import { pruneExpired } from './maintenance.js';
 
@@ -85,7 +85,7 @@ describe('pause, replay, sent headers and failure logs (API)', () => {
     });
     assert.equal(attempt.status_code, 500);
     assert.equal(attempt.response_body, 'database down');
-    assertNear(detail.next_attempt_at, ctx.clock.now().getTime() + 3600_000);
+    assertNear(detail.next_attempt_at, (await databaseNow(ctx.db, ctx.clock)) + 3600_000);
     assert.doesNotMatch(JSON.stringify(log.lines), /s3cr3t/);
   });
 
@@ -98,7 +98,7 @@ describe('pause, replay, sent headers and failure logs (API)', () => {
     assert.equal(failed?.level, 30);
     assert.equal(failed?.status, 503);
     let webhook = (await call('GET', base)).json();
-    assertNear(webhook.failing_since, ctx.clock.now().getTime());
+    assertNear(webhook.failing_since, await databaseNow(ctx.db, ctx.clock));
     assert.equal(webhook.last_success_at, null);
 
     await sendOrder('evt-2', 'ORD-2');
@@ -108,7 +108,7 @@ describe('pause, replay, sent headers and failure logs (API)', () => {
     assert.equal(gone?.level, 40);
     webhook = (await call('GET', base)).json();
     assert.equal(webhook.active, false);
-    assertNear(webhook.disabled_at, ctx.clock.now().getTime());
+    assertNear(webhook.disabled_at, await databaseNow(ctx.db, ctx.clock));
 
     // Failing for longer than DELIVERY_DISABLE_AFTER_DAYS (5): the next failure disables it.
     await createHook('second');
@@ -218,8 +218,8 @@ describe('pause, replay, sent headers and failure logs (API)', () => {
     assert.deepEqual(after.map((row) => row.status), Array(5).fill('pending'));
     // DELIVERY_REPLAY_RATE_PER_SECOND=10: 100 ms apart, in the order the events arrived.
     const offsets = after.map((row) => new Date(row.next_attempt_at).getTime() - ctx.clock.now().getTime());
-    // Due times come from the database's clock: the first within the test's run time of now.
-    assertNear(after[0]!.next_attempt_at.toISOString(), ctx.clock.now().getTime());
+    // Due times come from the database's clock: the first is its now, up to this test's run time.
+    assertNear(after[0]!.next_attempt_at.toISOString(), await databaseNow(ctx.db, ctx.clock));
     assert.deepEqual(offsets.map((offset) => offset - offsets[0]!), [0, 100, 200, 300, 400]);
     assert.equal(after[0]!.message_id, rows[0]!.message_id, 'the webhook-id stays');
   });
@@ -241,7 +241,7 @@ describe('pause, replay, sent headers and failure logs (API)', () => {
   });
 });
 
-/** Times set by the database's clock (which follows the test clock, see database-clock.ts) equal the expected one up to the test's run time. */
+/** Times set by the database's clock (databaseNow, see database-clock.ts) equal the expected one up to the test's run time. */
 function assertNear(actual: string, expectedMs: number): void {
   const distance = new Date(actual).getTime() - expectedMs;
   assert.ok(distance > -1000 && distance < 2000, `${actual} is ${distance} ms from the expected time`);

@@ -1,7 +1,8 @@
 import type { Database } from '../db/database.js';
 import { AppError } from '../http/errors.js';
 import { notifyDeliveryWorkers, requeueDelivery, type RetryOutcome } from './deliveries.repository.js';
-import { dbNow } from './database-clock.js';
+import type { Clock } from '../clock.js';
+import { clockOffsetMs, dbNow } from './database-clock.js';
 import { deliveryConditions, type DeliveryMatch } from './delivery-filter.js';
 
 /** Only finished deliveries are replayed: pending and held ones are going out anyway. */
@@ -9,7 +10,8 @@ export const REPLAYABLE_STATUSES = ['succeeded', 'failed'] as const;
 export type ReplayableStatus = (typeof REPLAYABLE_STATUSES)[number];
 
 export interface ReplayOptions {
-  now: Date;
+  /** The service's clock: replayed deliveries are due from its now on (database-clock.ts). */
+  clock: Clock;
   dryRun: boolean;
   /** Replayed deliveries become due this many per second, oldest first. */
   ratePerSecond: number;
@@ -45,9 +47,8 @@ export async function replayDeliveries(db: Database, match: DeliveryMatch & { st
     }
     const params: unknown[] = [];
     const conditions = deliveryConditions(match, params);
-    // Due times by the database's clock (database-clock.ts): the offset is the distance from the
-    // caller's clock to this host's, zero but for an injected test clock.
-    const now = dbNow(params.push(offsetFrom(options.now)));
+    // Due times by the database's clock (database-clock.ts): zero offset but for an injected test clock.
+    const now = dbNow(params.push(clockOffsetMs(options.clock)));
     const spacingMs = `$${params.push(1000 / options.ratePerSecond)}::float8`;
     const statuses = `$${params.push(match.statuses)}::text[]`;
     // The status is checked again on the row being updated: one that a retry made pending meanwhile is left alone.
@@ -74,15 +75,10 @@ export async function replayDeliveries(db: Database, match: DeliveryMatch & { st
 }
 
 /** Sends one delivery again now and wakes the workers (on commit); 'delivering' while a worker holds it. */
-export function retryDelivery(db: Database, webhookId: number, deliveryId: number, now: Date): Promise<RetryOutcome> {
+export function retryDelivery(db: Database, webhookId: number, deliveryId: number, clock: Clock): Promise<RetryOutcome> {
   return db.transaction(async (tx) => {
-    const result = await requeueDelivery(tx, webhookId, deliveryId, offsetFrom(now));
+    const result = await requeueDelivery(tx, webhookId, deliveryId, clockOffsetMs(clock));
     if (result === 'queued') await notifyDeliveryWorkers(tx);
     return result;
   });
-}
-
-/** The caller's "now" as an offset for dbNow: both readings come from this host, so clock skew cancels. */
-function offsetFrom(now: Date): number {
-  return now.getTime() - Date.now();
 }

@@ -92,7 +92,7 @@ export const portalDeliveryRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async
   app.post(`${one}/deliveries/:id/retry`, { schema: { ...hide, params: DeliveryParams, body: CsrfForm }, preHandler: requireSession }, async (request, reply) => {
     const session = sessionOf(request);
     const webhook = await load(session, request.params);
-    const outcome = await retryDelivery(db, webhook.id, request.params.id, clock.now());
+    const outcome = await retryDelivery(db, webhook.id, request.params.id, clock);
     if (outcome === 'not_found') throw notFound('The delivery does not exist for this webhook.');
     // Post/redirect/get: a reload of the page shows the delivery, it does not retry again.
     if (outcome === 'queued') return reply.redirect(`${request.url.replace(/\/retry$/, '')}?done=retried`, 303);
@@ -123,7 +123,7 @@ export const portalDeliveryRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async
       const outcome = await replayDeliveries(
         db,
         { webhookId: webhook.id, statuses, since, until: utcTime(body.until, 'until'), topic: blankToUndefined(body.topic), entityId: blankToUndefined(body.entity_id), eventId: blankToUndefined(body.event_id) },
-        { now, dryRun, ratePerSecond: config.DELIVERY_REPLAY_RATE_PER_SECOND, maxDeliveries: config.DELIVERY_REPLAY_MAX_DELIVERIES },
+        { clock, dryRun, ratePerSecond: config.DELIVERY_REPLAY_RATE_PER_SECOND, maxDeliveries: config.DELIVERY_REPLAY_MAX_DELIVERIES },
       );
       return sendPage(reply, replayPage(context, webhook, values, dryRun ? { matched: outcome.matched } : outcome), dryRun ? 200 : 202);
     } catch (error) {

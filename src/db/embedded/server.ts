@@ -6,6 +6,7 @@ import { ConfigError } from '../../config.js';
 import { findEmbeddedBinaries, type EmbeddedBinaries } from './binaries.js';
 import { clusterDir, ensureCluster, postgresSystemUser, type Credentials, type EmbeddedLogger, type SystemUser } from './cluster.js';
 import { ensurePrivateDirectory } from './permissions.js';
+import { assertDataDirReachable, reachableBinaries } from './server-user-access.js';
 import { freeLocalPort, isAlive, processCommandLine, sleep } from './processes.js';
 import { claimOwnership, describeOwner, releaseOwnership, writeState, type OwnerState } from './state.js';
 
@@ -89,10 +90,15 @@ export class EmbeddedServer {
     const claim = claimOwnership(dataDir);
     if ('busy' in claim) throw new EmbeddedServerBusyError(dataDir, claim.busy);
     try {
-      const binaries = await findEmbeddedBinaries();
+      const installed = await findEmbeddedBinaries();
       const runAs = postgresSystemUser();
-      // As root the server runs as `postgres`, which must reach its cluster and socket directory.
-      if (runAs) chownSync(dataDir, runAs.uid, runAs.gid);
+      // As root the server runs as `postgres`, which must reach its cluster and socket directory,
+      // and its binaries: copied into DATA_DIR when node_modules is below a folder it cannot enter.
+      if (runAs) {
+        assertDataDirReachable(dataDir, runAs);
+        chownSync(dataDir, runAs.uid, runAs.gid);
+      }
+      const binaries = runAs ? reachableBinaries(installed, dataDir, runAs) : installed;
       const credentials = await ensureCluster(dataDir, binaries, runAs, logger, options.throwaway);
       const server = new EmbeddedServer(dataDir, binaries, runAs, credentials, claim.owner, logger, options);
       await server.run();

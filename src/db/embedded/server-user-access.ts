@@ -1,0 +1,122 @@
+import { chownSync, chmodSync, existsSync, lchownSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, copyFileSync, type Stats } from 'node:fs';
+import { dirname, join, resolve, sep } from 'node:path';
+import { ConfigError } from '../../config.js';
+import type { EmbeddedBinaries } from './binaries.js';
+import { shellQuote } from './permissions.js';
+import type { SystemUser } from './cluster.js';
+
+/**
+ * As root, the embedded server runs as the `postgres` user (cluster.ts), which needs search (x)
+ * permission on every directory above its binaries and above DATA_DIR. A clone below a 0700
+ * folder (`mktemp -d`, /root) has neither: initdb then failed with a bare `spawn … EACCES`.
+ */
+
+/** The first directory on the way to `path` (from /) that `user` may not enter, if any. */
+export function firstBlockedDirectory(path: string, user: SystemUser): string | undefined {
+  const groups = groupsOf(user);
+  const parts = resolve(path).split(sep).filter(Boolean);
+  for (let i = 0; i <= parts.length; i++) {
+    const dir = sep + parts.slice(0, i).join(sep);
+    let stats: Stats;
+    try {
+      stats = statSync(dir);
+    } catch {
+      return undefined; // Not there yet (DATA_DIR is created later): nothing below it to block.
+    }
+    if (!mayEnter(stats, user.uid, groups)) return dir;
+  }
+  return undefined;
+}
+
+/**
+ * The kernel's order: the owner's bits when the user owns it, else the group's when it is one of
+ * the user's groups, else the others'. ACLs are not read; a directory opened by an ACL alone is
+ * reported as blocked, and the message's `chmod o+x` is a fix that works there too.
+ */
+function mayEnter(stats: Stats, uid: number, groups: Set<number>): boolean {
+  if (stats.uid === uid) return (stats.mode & 0o100) !== 0;
+  if (groups.has(stats.gid)) return (stats.mode & 0o010) !== 0;
+  return (stats.mode & 0o001) !== 0;
+}
+
+/** Primary group and the groups of /etc/group that list the user. */
+function groupsOf(user: SystemUser): Set<number> {
+  const groups = new Set([user.gid]);
+  try {
+    for (const line of readFileSync('/etc/group', 'utf8').split('\n')) {
+      const [, , gid, members] = line.split(':');
+      if (members?.split(',').includes(user.name)) groups.add(Number(gid));
+    }
+  } catch {
+    // No /etc/group: the primary group only.
+  }
+  return groups;
+}
+
+/** DATA_DIR must be reachable: the cluster lives there, and there is no other place for it. */
+export function assertDataDirReachable(dataDir: string, user: SystemUser): void {
+  const blocked = firstBlockedDirectory(dirname(resolve(dataDir)), user);
+  if (!blocked) return;
+  throw new ConfigError(
+    `Running as root, Plaza runs the embedded PostgreSQL server as the user ${user.name}, which cannot enter ${blocked} (above DATA_DIR ${resolve(dataDir)}). ` +
+      `Fix it with: chmod o+x ${shellQuote(blocked)} (or set DATA_DIR to a directory ${user.name} can reach, or DATABASE_URL)`,
+  );
+}
+
+export const serverBinariesDir = (dataDir: string) => join(dataDir, 'postgres-bin');
+
+/**
+ * The binaries as the server user can run them: the installed ones when it can reach them, else a
+ * copy in DATA_DIR/postgres-bin/<package version> (DATA_DIR is reachable, assertDataDirReachable),
+ * made once and reused by later starts. The copy is the server user's, 0700 directories and
+ * 0600/0700 files, like everything else in DATA_DIR.
+ */
+export function reachableBinaries(binaries: EmbeddedBinaries, dataDir: string, user: SystemUser): EmbeddedBinaries {
+  const copies = serverBinariesDir(dataDir);
+  const installed = dirname(binaries.binDir);
+  if (['bin', 'lib', 'share'].every((name) => !firstBlockedDirectory(join(installed, name), user))) {
+    // Reachable again (a chmod since): the copy is 60 MB nobody uses.
+    if (existsSync(copies)) rmSync(copies, { recursive: true, force: true });
+    return binaries;
+  }
+  const target = join(copies, binaries.version);
+  if (!existsSync(join(target, 'bin'))) {
+    mkdirSync(copies, { recursive: true, mode: 0o700 });
+    chownSync(copies, user.uid, user.gid);
+    // Other versions (an upgrade) and drafts of interrupted copies go; the copy is made under a
+    // draft name and renamed, so a start never finds half of one.
+    for (const entry of readdirSync(copies)) rmSync(join(copies, entry), { recursive: true, force: true });
+    const draft = join(copies, `.${binaries.version}.${process.pid}`);
+    mkdirSync(draft, { mode: 0o700 });
+    for (const name of ['bin', 'lib', 'share']) copyOwned(join(installed, name), join(draft, name), user);
+    chownSync(draft, user.uid, user.gid);
+    renameSync(draft, target);
+  }
+  const relocate = (path: string) => join(target, 'bin', path.slice(binaries.binDir.length + 1));
+  return {
+    ...binaries,
+    binDir: join(target, 'bin'),
+    libDir: join(target, 'lib'),
+    postgres: relocate(binaries.postgres),
+    initdb: relocate(binaries.initdb),
+    pgCtl: relocate(binaries.pgCtl),
+  };
+}
+
+/** Copies a tree, symlinks as they are (lib/ has relative ones), owned by `user`. */
+function copyOwned(from: string, to: string, user: SystemUser): void {
+  const stats = lstatSync(from);
+  if (stats.isSymbolicLink()) {
+    symlinkSync(readlinkSync(from), to);
+    lchownSync(to, user.uid, user.gid);
+    return;
+  }
+  if (stats.isDirectory()) {
+    mkdirSync(to, { mode: 0o700 });
+    for (const entry of readdirSync(from)) copyOwned(join(from, entry), join(to, entry), user);
+  } else {
+    copyFileSync(from, to);
+    chmodSync(to, stats.mode & 0o111 ? 0o700 : 0o600);
+  }
+  chownSync(to, user.uid, user.gid);
+}
