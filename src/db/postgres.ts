@@ -42,6 +42,10 @@ export function openPostgres(options: PostgresOptions): Database {
     max: options.poolSize,
     connectionTimeoutMillis: options.connectTimeoutMs,
     statement_timeout: options.statementTimeoutMs,
+    // Plaza's statements are short: JIT compilation never pays off for them, yet the planner's
+    // estimate for the delivery claim crossed jit_above_cost, and compiling cost 20-45 ms per claim
+    // whose execution takes 6 ms (docs/performance.md). Sent with the connection, like the timeout.
+    options: '-c jit=off',
     idleTimeoutMillis: 30_000,
     types,
   });

@@ -246,18 +246,25 @@ async function takeRows(db: Queryable, options: ClaimOptions, quotas: Map<number
            LIMIT q.n
            FOR UPDATE OF d SKIP LOCKED
         ) c
+     ),
+     taken AS (
+       UPDATE deliveries d
+          SET status = 'delivering',
+              leased_by = $4,
+              lease_expires_at = ${dbNow(1)} + make_interval(secs => $5),
+              updated_at = ${dbNow(1)}
+        -- = ANY(ARRAY(…)) rather than a join to the CTE: the planner then looks the few rows up by
+        -- primary key instead of hashing the whole deliveries table.
+        WHERE d.id = ANY(ARRAY(SELECT id FROM locked))
+        RETURNING d.id, d.message_id, d.webhook_id, d.attempts, d.event_id
      )
-     UPDATE deliveries d
-        SET status = 'delivering',
-            leased_by = $4,
-            lease_expires_at = ${dbNow(1)} + make_interval(secs => $5),
-            updated_at = ${dbNow(1)}
-       FROM webhooks w, events e
-      -- = ANY(ARRAY(…)) rather than a join to the CTE: the planner then looks the few rows up by
-      -- primary key instead of hashing the whole deliveries and events tables.
-      WHERE d.id = ANY(ARRAY(SELECT id FROM locked)) AND w.id = d.webhook_id AND e.id = d.event_id
-     RETURNING d.id, d.message_id, d.webhook_id, d.attempts, w.callback_url, w.headers,
-               w.secret_encrypted, w.previous_secret_encrypted, w.previous_secret_expires_at, e.body::text AS body`,
+     -- The webhook and the event of each taken row by primary key, one probe each: as a join, the
+     -- planner merged the rows with an ordered scan of all webhooks (16 ms at 10 000 webhooks).
+     SELECT t.id, t.message_id, t.webhook_id, t.attempts, h.callback_url, h.headers,
+            h.secret_encrypted, h.previous_secret_encrypted, h.previous_secret_expires_at,
+            (SELECT e.body::text FROM events e WHERE e.id = t.event_id) AS body
+       FROM taken t
+      CROSS JOIN LATERAL (SELECT * FROM webhooks w WHERE w.id = t.webhook_id OFFSET 0) h`,
     [options.clockOffsetMs, [...quotas.keys()], [...quotas.values()], options.workerId, options.leaseSeconds],
   );
   return rows.sort((a, b) => a.id - b.id);
