@@ -49,12 +49,8 @@ describe('as root, the postgres user must reach DATA_DIR and the binaries', { sk
     const dataDir = join(root, 'data');
     ensurePrivateDirectory(dataDir);
     chownSync(dataDir, runAs.uid, runAs.gid);
-    const started = Date.now();
     const copied = reachableBinaries(unreachable, dataDir, runAs);
-    const copyMs = Date.now() - started;
     assert.ok(copied.postgres.startsWith(join(serverBinariesDir(dataDir), installed.version, 'bin')), copied.postgres);
-    // Generous: a copy of ~60 MB takes well under a second on a quiet machine (docs/performance.md).
-    assert.ok(copyMs < 5000, `copy took ${copyMs} ms`);
     const version = spawnSync(copied.postgres, ['-V'], { uid: runAs.uid, gid: runAs.gid, encoding: 'utf8' });
     assert.equal(version.status, 0, version.stderr);
     assert.match(version.stdout, /PostgreSQL\) 17\./);
