@@ -65,7 +65,9 @@ const CLAIMABLE = `d.status = 'pending' AND d.next_attempt_at <= ${dbNow(1)}`;
  *    scanWebhooks such webhooks, continuing where the previous claim stopped; and, in the same
  *    statement, the live leases per webhook, tenant and worker (in-flight rows only: a few hundred
  *    at most);
- * 2. fair-share.ts turns that into a number of rows per webhook, and one statement takes them:
+ * 2. fair-share.ts turns that into a number of rows per webhook (leaving out of the caps this
+ *    worker's deliveries that were sent and wait for their record: `settling`), and one statement
+ *    takes them:
  *    per webhook, its due rows in due order, through the same index, skipping rows locked by
  *    anything else (SKIP LOCKED below the LIMIT: a locked row is replaced by the next one instead of
  *    being dropped, so a worker fills its free slots).
