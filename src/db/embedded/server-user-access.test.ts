@@ -4,12 +4,12 @@ import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSyn
 import { tmpdir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { ConfigError } from '../../config.js';
+import pg from 'pg';
 import { findEmbeddedBinaries, type EmbeddedBinaries } from './binaries.js';
 import { clusterDir, ensureCluster, postgresSystemUser } from './cluster.js';
 import { ensurePrivateDirectory } from './permissions.js';
 import { EmbeddedServer } from './server.js';
-import { assertDataDirReachable, reachableBinaries, serverBinariesDir } from './server-user-access.js';
+import { reachableBinaries, relocatedServerDir, serverBinariesDir, serverDirectory } from './server-user-access.js';
 
 const isRoot = process.platform !== 'win32' && userInfo().uid === 0;
 const quiet = { info: () => {}, warn: () => {}, error: () => {} };
@@ -22,16 +22,32 @@ describe('as root, the postgres user must reach DATA_DIR and the binaries', { sk
   chmodSync(root, 0o711);
   after(() => rmSync(root, { recursive: true, force: true }));
 
-  test('DATA_DIR below a folder the postgres user cannot enter: one line naming the folder and the chmod that fixes it', async () => {
+  test('DATA_DIR below a folder the postgres user cannot enter: the server lives in /var/lib/plaza instead, and stays there', async () => {
     const blocked = join(root, 'private');
     mkdirSync(blocked, { mode: 0o700 });
     const dataDir = join(blocked, 'data');
-    const message = (error: Error) =>
-      error instanceof ConfigError && !error.message.includes('\n') && error.message.includes(`cannot enter ${blocked} `) && error.message.includes(`chmod o+x ${blocked}`);
-    assert.throws(() => assertDataDirReachable(dataDir, postgresSystemUser()!), message);
-    await assert.rejects(EmbeddedServer.start(dataDir, quiet, { throwaway: true }), message);
+    const relocated = relocatedServerDir(dataDir);
+    after(() => rmSync(relocated, { recursive: true, force: true }));
+    const warnings: string[] = [];
+    const logger = { ...quiet, warn: (_details: object, message: string) => void warnings.push(message) };
+
+    const server = await EmbeddedServer.start(dataDir, logger, { throwaway: true });
+    try {
+      assert.equal(server.serverDir, relocated);
+      assert.ok(existsSync(join(clusterDir(relocated), 'PG_VERSION')));
+      assert.equal(existsSync(clusterDir(dataDir)), false);
+      assert.deepEqual([statSync(relocated).uid, statSync(relocated).mode & 0o777], [postgresSystemUser()!.uid, 0o700]);
+      assert.ok(warnings.some((line) => line.includes(relocated)), warnings.join('\n'));
+      const client = new pg.Client(server.connection);
+      await client.connect();
+      assert.equal((await client.query('SELECT 1 AS one')).rows[0].one, 1);
+      await client.end();
+    } finally {
+      await server.stop();
+    }
+    // Reachable since: the cluster stays where it is, so the database does not seem to vanish.
     chmodSync(blocked, 0o701);
-    assertDataDirReachable(dataDir, postgresSystemUser()!);
+    assert.equal(serverDirectory(dataDir, postgresSystemUser()!).dir, relocated);
   });
 
   test('binaries below such a folder are copied into DATA_DIR once, run from there, and the copy goes when no longer needed', async () => {

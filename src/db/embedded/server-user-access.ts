@@ -1,4 +1,5 @@
 import { chownSync, chmodSync, existsSync, lchownSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, copyFileSync, type Stats } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { dirname, join, resolve, sep } from 'node:path';
 import { ConfigError } from '../../config.js';
 import type { EmbeddedBinaries } from './binaries.js';
@@ -53,26 +54,52 @@ function groupsOf(user: SystemUser): Set<number> {
   return groups;
 }
 
-/** DATA_DIR must be reachable: the cluster lives there, and there is no other place for it. */
-export function assertDataDirReachable(dataDir: string, user: SystemUser): void {
-  const blocked = firstBlockedDirectory(dirname(resolve(dataDir)), user);
-  if (!blocked) return;
-  throw new ConfigError(
-    `Running as root, Plaza runs the embedded PostgreSQL server as the user ${user.name}, which cannot enter ${blocked} (above DATA_DIR ${resolve(dataDir)}). ` +
-      `Fix it with: chmod o+x ${shellQuote(blocked)} (or set DATA_DIR to a directory ${user.name} can reach, or DATABASE_URL)`,
-  );
+/** Where the server's directories go when DATA_DIR is out of the server user's reach. */
+export const RELOCATED_ROOT = '/var/lib/plaza';
+
+/** The server directory used for DATA_DIR when it is relocated: named after DATA_DIR's absolute path. */
+export function relocatedServerDir(dataDir: string): string {
+  return join(RELOCATED_ROOT, `embedded-${createHash('sha256').update(resolve(dataDir)).digest('hex').slice(0, 16)}`);
 }
 
-export const serverBinariesDir = (dataDir: string) => join(dataDir, 'postgres-bin');
+/**
+ * Where the server keeps its cluster, socket, log and credentials: DATA_DIR, or, when the server
+ * user cannot enter a folder above DATA_DIR (a clone in /root or in a `mktemp -d` folder, run as
+ * root), a directory of its own in /var/lib/plaza named after DATA_DIR's path, owned by that user,
+ * 0700. Plaza does not open the user's folders to others itself: `chmod o+x` would be a silent
+ * security change. Once a cluster lives there, later starts keep using it, also after such a
+ * chmod, so that a database never seems to vanish. Keys and the owner's state stay in DATA_DIR.
+ */
+export function serverDirectory(dataDir: string, user: SystemUser): { dir: string; blocked?: string } {
+  const relocated = relocatedServerDir(dataDir);
+  const blocked = firstBlockedDirectory(dirname(resolve(dataDir)), user);
+  if (!blocked && !existsSync(relocated)) return { dir: dataDir };
+  // Its own folders: /var/lib/plaza may be entered but not listed by others (0711); each server
+  // directory in it is its server user's alone (0700).
+  if (!existsSync(RELOCATED_ROOT)) mkdirSync(RELOCATED_ROOT, { recursive: true, mode: 0o711 });
+  const stillBlocked = firstBlockedDirectory(relocated, user);
+  if (stillBlocked) {
+    throw new ConfigError(
+      `Running as root, Plaza runs the embedded PostgreSQL server as the user ${user.name}, which cannot enter ${blocked ?? stillBlocked} (above DATA_DIR ${resolve(dataDir)}) nor ${stillBlocked}. ` +
+        `Fix it with: chmod o+x ${shellQuote(stillBlocked)} (or set DATA_DIR to a directory ${user.name} can reach, or DATABASE_URL)`,
+    );
+  }
+  if (!existsSync(relocated)) mkdirSync(relocated, { mode: 0o700 });
+  chmodSync(relocated, 0o700);
+  chownSync(relocated, user.uid, user.gid);
+  return { dir: relocated, blocked };
+}
+
+export const serverBinariesDir = (serverDir: string) => join(serverDir, 'postgres-bin');
 
 /**
  * The binaries as the server user can run them: the installed ones when it can reach them, else a
- * copy in DATA_DIR/postgres-bin/<package version> (DATA_DIR is reachable, assertDataDirReachable),
+ * copy in <server directory>/postgres-bin/<package version> (see serverDirectory),
  * made once and reused by later starts. The copy is the server user's, 0700 directories and
- * 0600/0700 files, like everything else in DATA_DIR.
+ * 0600/0700 files, like everything else the server keeps.
  */
-export function reachableBinaries(binaries: EmbeddedBinaries, dataDir: string, user: SystemUser): EmbeddedBinaries {
-  const copies = serverBinariesDir(dataDir);
+export function reachableBinaries(binaries: EmbeddedBinaries, serverDir: string, user: SystemUser): EmbeddedBinaries {
+  const copies = serverBinariesDir(serverDir);
   const installed = dirname(binaries.binDir);
   if (['bin', 'lib', 'share'].every((name) => !firstBlockedDirectory(join(installed, name), user))) {
     // Reachable again (a chmod since): the copy is 60 MB nobody uses.

@@ -6,7 +6,7 @@ import { ConfigError } from '../../config.js';
 import { findEmbeddedBinaries, type EmbeddedBinaries } from './binaries.js';
 import { clusterDir, ensureCluster, postgresSystemUser, type Credentials, type EmbeddedLogger, type SystemUser } from './cluster.js';
 import { ensurePrivateDirectory } from './permissions.js';
-import { assertDataDirReachable, reachableBinaries } from './server-user-access.js';
+import { reachableBinaries, serverDirectory } from './server-user-access.js';
 import { freeLocalPort, isAlive, processCommandLine, sleep } from './processes.js';
 import { claimOwnership, describeOwner, releaseOwnership, writeState, type OwnerState } from './state.js';
 
@@ -75,6 +75,8 @@ export class EmbeddedServer {
 
   private constructor(
     readonly dataDir: string,
+    /** Where the cluster, socket, log and credentials live: DATA_DIR, or see serverDirectory. */
+    readonly serverDir: string,
     readonly binaries: EmbeddedBinaries,
     private readonly runAs: SystemUser | undefined,
     private readonly credentials: Credentials,
@@ -92,15 +94,19 @@ export class EmbeddedServer {
     try {
       const installed = await findEmbeddedBinaries();
       const runAs = postgresSystemUser();
-      // As root the server runs as `postgres`, which must reach its cluster and socket directory,
-      // and its binaries: copied into DATA_DIR when node_modules is below a folder it cannot enter.
+      // As root the server runs as `postgres`, which must reach its cluster and socket directory
+      // (DATA_DIR, or a place of its own when DATA_DIR is out of its reach) and its binaries
+      // (copied there when node_modules is below a folder it cannot enter).
+      let serverDir = dataDir;
       if (runAs) {
-        assertDataDirReachable(dataDir, runAs);
-        chownSync(dataDir, runAs.uid, runAs.gid);
+        const place = serverDirectory(dataDir, runAs);
+        serverDir = place.dir;
+        if (serverDir === dataDir) chownSync(dataDir, runAs.uid, runAs.gid);
+        else logger.warn({ serverDir, blocked: place.blocked }, `the embedded PostgreSQL server lives in ${serverDir}: its user ${runAs.name} cannot enter a folder above DATA_DIR`);
       }
-      const binaries = runAs ? reachableBinaries(installed, dataDir, runAs) : installed;
-      const credentials = await ensureCluster(dataDir, binaries, runAs, logger, options.throwaway);
-      const server = new EmbeddedServer(dataDir, binaries, runAs, credentials, claim.owner, logger, options);
+      const binaries = runAs ? reachableBinaries(installed, serverDir, runAs) : installed;
+      const credentials = await ensureCluster(serverDir, binaries, runAs, logger, options.throwaway);
+      const server = new EmbeddedServer(dataDir, serverDir, binaries, runAs, credentials, claim.owner, logger, options);
       await server.run();
       return server;
     } catch (error) {
@@ -119,7 +125,7 @@ export class EmbeddedServer {
       await this.waitReady();
     } else {
       this.removeStaleLocks();
-      const socketDir = process.platform !== 'win32' && this.dataDir.length <= MAX_SOCKET_DIR_LENGTH ? this.dataDir : '';
+      const socketDir = process.platform !== 'win32' && this.serverDir.length <= MAX_SOCKET_DIR_LENGTH ? this.serverDir : '';
       // A restart after a crash keeps the port: the pool's connection string names it.
       const port = socketDir ? SOCKET_PORT : (this.connection?.port ?? (await freeLocalPort()));
       this.connection = this.connectionFor(socketDir || '127.0.0.1', port);
@@ -137,11 +143,11 @@ export class EmbeddedServer {
 
   /** The postmaster named in postmaster.pid, when it is alive and really serves this cluster. */
   private runningPostmaster(): { pid: number; port: number; socketDir: string } | undefined {
-    const lines = readLines(join(clusterDir(this.dataDir), 'postmaster.pid'));
+    const lines = readLines(join(clusterDir(this.serverDir), 'postmaster.pid'));
     const pid = Number(lines[0]);
     if (!pid || pid === process.pid || !isAlive(pid)) return undefined;
     // A reused pid (containers restart with the same pids) is some other program, not postgres -D <cluster>.
-    if (!processCommandLine(pid).includes(clusterDir(this.dataDir))) return undefined;
+    if (!processCommandLine(pid).includes(clusterDir(this.serverDir))) return undefined;
     return { pid, port: Number(lines[3]), socketDir: lines[4] ?? '' };
   }
 
@@ -151,20 +157,20 @@ export class EmbeddedServer {
    * to start: we already know no postmaster of ours is running, so they go.
    */
   private removeStaleLocks(): void {
-    rmSync(join(clusterDir(this.dataDir), 'postmaster.pid'), { force: true });
-    rmSync(join(this.dataDir, `.s.PGSQL.${SOCKET_PORT}.lock`), { force: true });
-    rmSync(join(this.dataDir, `.s.PGSQL.${SOCKET_PORT}`), { force: true });
+    rmSync(join(clusterDir(this.serverDir), 'postmaster.pid'), { force: true });
+    rmSync(join(this.serverDir, `.s.PGSQL.${SOCKET_PORT}.lock`), { force: true });
+    rmSync(join(this.serverDir, `.s.PGSQL.${SOCKET_PORT}`), { force: true });
   }
 
   private spawnPostmaster(socketDir: string, port: number): void {
     // Its output goes to a file, not a pipe: the server outlives a killed Plaza and must not
     // block or die writing to a closed pipe. Detached: a Ctrl-C in the terminal reaches Plaza
     // only, which drains HTTP before it stops the server.
-    const logPath = join(this.dataDir, 'postgres.log');
+    const logPath = join(this.serverDir, 'postgres.log');
     const log = openSync(logPath, 'a', 0o600);
     try {
       const child = spawn(this.binaries.postgres, [
-        '-D', clusterDir(this.dataDir),
+        '-D', clusterDir(this.serverDir),
         '-p', String(port),
         '-c', `listen_addresses=${socketDir ? '' : '127.0.0.1'}`,
         '-c', `unix_socket_directories=${socketDir}`,
@@ -187,7 +193,7 @@ export class EmbeddedServer {
   /** Waits for postmaster.pid to say "ready"; fails with the server's own words when it exits. */
   private async waitReady(): Promise<void> {
     const deadline = Date.now() + READY_TIMEOUT_MS;
-    const pidFile = join(clusterDir(this.dataDir), 'postmaster.pid');
+    const pidFile = join(clusterDir(this.serverDir), 'postmaster.pid');
     for (;;) {
       const lines = readLines(pidFile);
       if (Number(lines[0]) === this.postmasterPid && lines[7]?.trim() === 'ready') return;
@@ -199,7 +205,7 @@ export class EmbeddedServer {
 
   private recentLog(): string {
     try {
-      return readFileSync(join(this.dataDir, 'postgres.log'), 'utf8').slice(this.logOffset).slice(-3000);
+      return readFileSync(join(this.serverDir, 'postgres.log'), 'utf8').slice(this.logOffset).slice(-3000);
     } catch {
       return '(no log)';
     }
