@@ -64,8 +64,12 @@ function writePrivateFile(path: string, content: string, runAs?: SystemUser): vo
  * Initialises DATA_DIR/postgres on first start (initdb), then only reads its credentials. Access
  * is by password (SCRAM) on the Unix socket and on 127.0.0.1 alike, never `trust`.
  */
-export async function ensureCluster(dataDir: string, binaries: EmbeddedBinaries, runAs: SystemUser | undefined, logger: EmbeddedLogger, throwaway = false): Promise<Credentials> {
-  const cluster = clusterDir(dataDir);
+/**
+ * `serverDir`: where the cluster lives (DATA_DIR, or its relocation: server-user-access.ts). The
+ * credentials stay in DATA_DIR, where the clients of a running server look for them (client.ts).
+ */
+export async function ensureCluster(dataDir: string, binaries: EmbeddedBinaries, runAs: SystemUser | undefined, logger: EmbeddedLogger, throwaway = false, serverDir = dataDir): Promise<Credentials> {
+  const cluster = clusterDir(serverDir);
   assertPrivate(credentialsPath(dataDir), 'file');
   if (existsSync(join(cluster, 'PG_VERSION'))) {
     if (!existsSync(credentialsPath(dataDir))) {
@@ -77,7 +81,8 @@ export async function ensureCluster(dataDir: string, binaries: EmbeddedBinaries,
   rmSync(cluster, { recursive: true, force: true });
   const started = Date.now();
   const credentials: Credentials = { user: 'plaza', password: randomBytes(24).toString('hex') };
-  const passwordFile = join(dataDir, `initdb-password.${process.pid}`);
+  // Read by initdb, which runs as the server's user: in the directory that user can reach.
+  const passwordFile = join(serverDir, `initdb-password.${process.pid}`);
   writePrivateFile(passwordFile, `${credentials.password}\n`, runAs);
   try {
     await run(binaries.initdb, [

@@ -63,12 +63,13 @@ export function relocatedServerDir(dataDir: string): string {
 }
 
 /**
- * Where the server keeps its cluster, socket, log and credentials: DATA_DIR, or, when the server
+ * Where the server keeps its cluster, socket and log: DATA_DIR, or, when the server
  * user cannot enter a folder above DATA_DIR (a clone in /root or in a `mktemp -d` folder, run as
  * root), a directory of its own in /var/lib/plaza named after DATA_DIR's path, owned by that user,
  * 0700. Plaza does not open the user's folders to others itself: `chmod o+x` would be a silent
  * security change. Once a cluster lives there, later starts keep using it, also after such a
- * chmod, so that a database never seems to vanish. Keys and the owner's state stay in DATA_DIR.
+ * chmod, so that a database never seems to vanish. Keys, credentials and the owner's state stay
+ * in DATA_DIR.
  */
 export function serverDirectory(dataDir: string, user: SystemUser): { dir: string; blocked?: string } {
   const relocated = relocatedServerDir(dataDir);

@@ -75,7 +75,7 @@ export class EmbeddedServer {
 
   private constructor(
     readonly dataDir: string,
-    /** Where the cluster, socket, log and credentials live: DATA_DIR, or see serverDirectory. */
+    /** Where the cluster, socket and log live: DATA_DIR, or see serverDirectory. */
     readonly serverDir: string,
     readonly binaries: EmbeddedBinaries,
     private readonly runAs: SystemUser | undefined,
@@ -105,7 +105,7 @@ export class EmbeddedServer {
         else logger.warn({ serverDir, blocked: place.blocked }, `the embedded PostgreSQL server lives in ${serverDir}: its user ${runAs.name} cannot enter a folder above DATA_DIR`);
       }
       const binaries = runAs ? reachableBinaries(installed, serverDir, runAs) : installed;
-      const credentials = await ensureCluster(serverDir, binaries, runAs, logger, options.throwaway);
+      const credentials = await ensureCluster(dataDir, binaries, runAs, logger, options.throwaway, serverDir);
       const server = new EmbeddedServer(dataDir, serverDir, binaries, runAs, credentials, claim.owner, logger, options);
       await server.run();
       return server;
