@@ -62,7 +62,8 @@ export function refuseLegacyLayout(dataDir: string): void {
 }
 
 /**
- * The PostgreSQL server that Plaza runs itself in DATA_DIR/postgres. `start` makes this process
+ * The PostgreSQL server that Plaza runs itself in DATA_DIR/postgres (or in its relocation, see
+ * serverDirectory in server-user-access.ts). `start` makes this process
  * its owner: it initialises the cluster on first start, adopts a postmaster that a killed owner
  * left running, restarts the server when it dies, and stops it (fast shutdown) in `stop`.
  */
