@@ -7,8 +7,16 @@ export interface QueryResult<Row> {
   rowCount: number;
 }
 
+export interface QueryOptions {
+  /**
+   * Prepare the statement once per connection and reuse it: for the delivery engine's few hot
+   * statements, whose planning cost as much as their execution (docs/performance.md).
+   */
+  prepare?: boolean;
+}
+
 export interface Queryable {
-  query<Row = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>>;
+  query<Row = Record<string, unknown>>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<Row>>;
   /** Runs several statements without parameters (migrations). */
   exec(sql: string): Promise<void>;
 }
@@ -17,8 +25,11 @@ export interface Database extends Queryable {
   /**
    * Runs `work` in one transaction; commits when it resolves, rolls back when it throws.
    * `advisoryLock`: a transaction-level advisory lock taken with BEGIN, in the same round trip.
+   * `synchronousCommit: false`: COMMIT returns before its WAL reaches the disk, so a crash of the
+   * database server may undo it (never partly). Only for changes that a crash may undo without
+   * losing anything: the delivery engine's leases and attempt records (docs/reliability.md).
    */
-  transaction<T>(work: (tx: Queryable) => Promise<T>, options?: { advisoryLock?: number }): Promise<T>;
+  transaction<T>(work: (tx: Queryable) => Promise<T>, options?: { advisoryLock?: number; synchronousCommit?: boolean }): Promise<T>;
   /** LISTEN on a channel; resolves to a function that stops listening. */
   listen(channel: string, onNotification: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;

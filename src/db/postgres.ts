@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
-import type { Database, Queryable, QueryResult } from './database.js';
+import type { Database, Queryable, QueryOptions, QueryResult } from './database.js';
 import { DatabaseUnavailableError, isUnavailable } from './database.js';
 
 // int8 (counts, bigserial ids) as numbers: our ids stay below 2^53.
@@ -25,11 +26,20 @@ async function guard<T>(operation: () => Promise<T>): Promise<T> {
   }
 }
 
+/** A prepared statement's name: from its text, so that one name never stands for two statements. */
+const statementNames = new Map<string, string>();
+function statementName(sql: string): string {
+  let name = statementNames.get(sql);
+  if (name === undefined) statementNames.set(sql, (name = `plaza_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`));
+  return name;
+}
+
 export function queryable(client: pg.Pool | pg.ClientBase): Queryable {
   return {
-    query: <Row>(sql: string, params: readonly unknown[] = []) =>
+    query: <Row>(sql: string, params: readonly unknown[] = [], options: QueryOptions = {}) =>
       guard(async (): Promise<QueryResult<Row>> => {
-        const result = await client.query(sql, params as unknown[]);
+        const values = params as unknown[];
+        const result = await client.query(options.prepare ? { name: statementName(sql), text: sql, values } : { text: sql, values });
         return { rows: result.rows as Row[], rowCount: result.rowCount ?? result.rows.length };
       }),
     exec: (sql: string) => guard(async () => void (await client.query(sql))),
@@ -55,11 +65,15 @@ export function openPostgres(options: PostgresOptions): Database {
 
   return {
     ...queryable(pool),
-    async transaction(work, { advisoryLock: lock } = {}) {
+    async transaction(work, { advisoryLock: lock, synchronousCommit = true } = {}) {
       // A hot transaction that starts by taking a lock (the delivery claim) saves a round trip:
-      // both statements go in one simple query. The key is a number, checked as one.
+      // the statements go in one simple query. The key is a number, checked as one.
       if (lock !== undefined && !Number.isSafeInteger(lock)) throw new TypeError('advisoryLock must be an integer');
-      const begin = lock === undefined ? 'BEGIN' : `BEGIN; SELECT pg_advisory_xact_lock(${lock})`;
+      const begin = [
+        'BEGIN',
+        ...(synchronousCommit ? [] : ['SET LOCAL synchronous_commit = off']),
+        ...(lock === undefined ? [] : [`SELECT pg_advisory_xact_lock(${lock})`]),
+      ].join('; ');
       const client = await guard(() => pool.connect());
       let broken: Error | undefined;
       // The pool listens for errors of idle clients only: a server shutdown between two statements
