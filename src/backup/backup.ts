@@ -55,7 +55,8 @@ export async function writeBackup(url: string, file: string): Promise<Manifest> 
       await write(`${JSON.stringify(manifest)}\n`);
       for (const table of manifest.tables) {
         const columns = table.columns.map(quoteIdentifier).join(', ');
-        const rows = client.query(copyTo(`COPY ${quoteIdentifier(table.name)} (${columns}) TO STDOUT`));
+        // COPY (SELECT …): COPY cannot read a partitioned table (deliveries) by name.
+        const rows = client.query(copyTo(`COPY (SELECT ${columns} FROM ${quoteIdentifier(table.name)}) TO STDOUT`));
         for await (const chunk of rows as AsyncIterable<Buffer>) await write(chunk);
         await write(`${END_OF_TABLE}\n`);
       }

@@ -19,7 +19,9 @@ export async function listTables(db: Queryable): Promise<TableInfo[]> {
     `SELECT c.relname AS table, a.attname AS column
        FROM pg_class c
        JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
-      WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p') AND c.relname <> $1
+      -- A partitioned table is read and loaded whole (its partitions route the rows): its
+      -- partitions are not tables of their own here.
+      WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND c.relname <> $1
       ORDER BY c.relname, a.attnum`,
     [MIGRATIONS_TABLE],
   );

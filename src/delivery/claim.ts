@@ -22,20 +22,24 @@ export interface ClaimOptions {
   /** Milliseconds between the injected clock and the database's (0 in production; see database-clock.ts). */
   clockOffsetMs: number;
   leaseSeconds: number;
-  /** How many deliveries this worker may take now (its free slots). */
-  limit: number;
+  /**
+   * How many deliveries this worker may take now (its free slots). A function is asked once the
+   * claim holds the lock: a worker with two claims in progress then counts what the other one took
+   * (see onTaken).
+   */
+  limit: number | (() => number);
+  /** Told how many rows the claim took, before it commits (and so before the next claim can read). */
+  onTaken?: (count: number) => void;
   /** This worker's slots in all (DELIVERY_CONCURRENCY). */
   concurrency: number;
   /** At most this many deliveries of one webhook in flight, over all workers. */
   perWebhookLimit: number;
   /** DELIVERY_TENANT_SHARE. */
   tenantShare: number;
-  /** The tenant the worker's previous claim ended on; the round-robin resumes after it. */
-  afterTenant?: string;
+  /** Where the worker's previous claim ended; read and moved on while the claim holds the lock. */
+  position: ClaimPosition;
   /** Most webhooks with waiting rows one claim looks at (DELIVERY_CLAIM_SCAN_WEBHOOKS). */
   scanWebhooks: number;
-  /** The webhook id the previous claim's scan stopped at; this one continues after it. */
-  afterWebhook?: number;
   /**
    * This worker's deliveries, per webhook, that were sent and wait for their attempt to be recorded
    * (completion-batcher.ts): they still hold a lease but load no receiver, so the caps leave them out.
@@ -45,10 +49,11 @@ export interface ClaimOptions {
   recoverLeases?: boolean;
 }
 
-export interface ClaimResult {
-  deliveries: ClaimedDelivery[];
+export interface ClaimPosition {
+  /** The tenant the previous claim ended on; the round-robin resumes after it. */
   lastTenant?: string;
-  nextWebhookCursor: number;
+  /** The webhook id the previous claim's scan stopped at (0: none); the next scan continues after it. */
+  webhookCursor: number;
 }
 
 /**
@@ -78,26 +83,32 @@ const CLAIMABLE = `d.status = 'pending' AND d.next_attempt_at <= ${dbNow(1)}`;
  * Per-entity order: a row is not taken while an earlier delivery of the same webhook and entity
  * key is unfinished (pending or delivering).
  */
-export async function claimDueDeliveries(db: Database, options: ClaimOptions): Promise<ClaimResult> {
-  if (options.limit <= 0) return { deliveries: [], nextWebhookCursor: options.afterWebhook ?? 0 };
+export async function claimDueDeliveries(db: Database, options: ClaimOptions): Promise<ClaimedDelivery[]> {
+  const free = () => (typeof options.limit === 'number' ? options.limit : options.limit());
+  if (free() <= 0) return [];
   // Claims take turns (a few milliseconds each): the caps are computed from what the previous
   // claim committed, so two workers cannot both fill the same webhook's or tenant's last room.
   // Completions, the intake and the API never take this lock: nothing else waits on it.
   return db.transaction(async (tx) => {
     if (options.recoverLeases ?? true) await recoverExpiredLeases(tx, options.clockOffsetMs);
     const { webhooks, loads, workers, nextWebhookCursor } = await readDueWork(tx, options);
+    options.position.webhookCursor = nextWebhookCursor;
     const { quotas, last } = allocateSlots(webhooks, loads, {
-      free: options.limit,
+      free: Math.max(0, free()),
       concurrency: options.concurrency,
       workers,
       share: options.tenantShare,
       perWebhookLimit: options.perWebhookLimit,
-      after: options.afterTenant,
+      after: options.position.lastTenant,
     });
-    if (quotas.size === 0) return { deliveries: [], nextWebhookCursor };
+    if (quotas.size === 0) return [];
     const deliveries = await takeRows(tx, options, quotas);
-    return { deliveries, lastTenant: last, nextWebhookCursor };
-  }, { advisoryLock: CLAIM_LOCK });
+    if (last !== undefined) options.position.lastTenant = last;
+    options.onTaken?.(deliveries.length);
+    return deliveries;
+    // A lease that a crash of the database undoes is harmless: the row is due again, and the
+    // worst outcome is the notification sent twice (at-least-once, docs/reliability.md).
+  }, { advisoryLock: CLAIM_LOCK, synchronousCommit: false });
 }
 
 /** The advisory lock key of the claim ('plaza:claim' as a number; any constant no other code uses). */
@@ -109,6 +120,7 @@ async function recoverExpiredLeases(db: Queryable, clockOffsetMs: number): Promi
     `UPDATE deliveries d SET status = 'pending', leased_by = NULL, lease_expires_at = NULL
       WHERE d.status = 'delivering' AND d.lease_expires_at <= ${dbNow(1)}`,
     [clockOffsetMs],
+    { prepare: true },
   );
 }
 
@@ -139,7 +151,7 @@ async function readDueWork(db: Queryable, options: ClaimOptions): Promise<DueWor
   // wrapping around once: the claim costs the same with 100 or 100 000 such webhooks, and
   // successive claims walk round all of them. The wrap is a second statement, needed only when the
   // waiting webhooks outnumber scanWebhooks.
-  const cursor = options.afterWebhook ?? 0;
+  const cursor = options.position.webhookCursor;
   const { rows } = await db.query<{ visited: Visited[]; leases: Lease[] }>(
     `WITH RECURSIVE ${visitedWebhooks('$3', '$4', '$5')},
      leases AS (
@@ -151,6 +163,7 @@ async function readDueWork(db: Queryable, options: ClaimOptions): Promise<DueWor
      SELECT (SELECT coalesce(json_agg(v ORDER BY v.webhook_id), '[]') FROM visited v) AS visited,
             (SELECT coalesce(json_agg(l), '[]') FROM leases l) AS leases`,
     [options.clockOffsetMs, options.perWebhookLimit, cursor, Number.MAX_SAFE_INTEGER, options.scanWebhooks],
+    { prepare: true },
   );
   const first = rows[0]!.visited;
   let visited = first;
@@ -207,8 +220,11 @@ function visitedWebhooks(after: string, upTo: string, budget: string): string {
      visited AS (
        SELECT w.webhook_id,
               (SELECT h.tenant_kind || ':' || h.tenant_id FROM webhooks h WHERE h.id = w.webhook_id AND h.active) AS tenant,
+              -- In due order, as the take reads them: only deliveries_pending_webhook_due gives that
+              -- order, so the prepared (generic) plan cannot pick another index of the webhook's rows.
               (SELECT count(*)::int FROM (
-                 SELECT 1 FROM deliveries d WHERE d.webhook_id = w.webhook_id AND ${CLAIMABLE} LIMIT $2) s) AS due
+                 SELECT 1 FROM deliveries d WHERE d.webhook_id = w.webhook_id AND ${CLAIMABLE}
+                  ORDER BY d.next_attempt_at, d.id LIMIT $2) s) AS due
          FROM waiting w
         WHERE w.webhook_id IS NOT NULL
      )`;
@@ -256,8 +272,9 @@ async function takeRows(db: Queryable, options: ClaimOptions, quotas: Map<number
               lease_expires_at = ${dbNow(1)} + make_interval(secs => $5),
               updated_at = ${dbNow(1)}
         -- = ANY(ARRAY(…)) rather than a join to the CTE: the planner then looks the few rows up by
-        -- primary key instead of hashing the whole deliveries table.
-        WHERE d.id = ANY(ARRAY(SELECT id FROM locked))
+        -- primary key instead of hashing the whole deliveries table. The status (they were locked
+        -- pending) confines the update to the queue partition (migration 011).
+        WHERE d.id = ANY(ARRAY(SELECT id FROM locked)) AND d.status = 'pending'
         RETURNING d.id, d.message_id, d.webhook_id, d.attempts, d.event_id
      )
      -- The webhook and the event of each taken row by primary key, one probe each: as a join, the
@@ -268,6 +285,7 @@ async function takeRows(db: Queryable, options: ClaimOptions, quotas: Map<number
        FROM taken t
       CROSS JOIN LATERAL (SELECT * FROM webhooks w WHERE w.id = t.webhook_id OFFSET 0) h`,
     [options.clockOffsetMs, [...quotas.keys()], [...quotas.values()], options.workerId, options.leaseSeconds],
+    { prepare: true },
   );
   return rows.sort((a, b) => a.id - b.id);
 }

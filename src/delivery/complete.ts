@@ -50,7 +50,9 @@ export async function completeAttempts(db: Database, records: readonly AttemptRe
     const recorded = await recordAttempts(tx, records, options);
     const disabledWebhooks = await updateWebhookHealth(tx, records.filter((record) => recorded.has(record.deliveryId)), options);
     return { recorded, disabledWebhooks };
-  });
+    // An attempt record that a crash of the database undoes leaves its delivery leased: it is sent
+    // again once the lease expires (at-least-once, docs/reliability.md); nothing is lost.
+  }, { synchronousCommit: false });
 }
 
 /**
@@ -61,7 +63,7 @@ export async function completeAttempts(db: Database, records: readonly AttemptRe
  * deliveries are gone: recordAttempts then changes nothing for them.
  */
 export async function lockWebhooks(tx: Queryable, webhookIds: readonly number[]): Promise<void> {
-  await tx.query(`SELECT id FROM webhooks WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE`, [[...new Set(webhookIds)]]);
+  await tx.query(`SELECT id FROM webhooks WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE`, [[...new Set(webhookIds)]], { prepare: true });
 }
 
 /**
@@ -110,6 +112,7 @@ async function recordAttempts(tx: Queryable, records: readonly AttemptRecord[], 
       records.map((r) => r.responseBody?.replaceAll('\u0000', '\uFFFD') ?? null),
       records.map((r) => (r.requestHeaders ? JSON.stringify(r.requestHeaders) : null)),
     ],
+    { prepare: true },
   );
   return new Set(rows.map((row) => row.id));
 }

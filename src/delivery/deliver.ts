@@ -8,7 +8,7 @@ import type { Database } from '../db/database.js';
 import type { Keys } from '../keys.js';
 import { parseNetworks } from '../net/address-policy.js';
 import { decryptSecret, secretKeyBytes } from '../webhooks/secret-box.js';
-import { claimDueDeliveries, type ClaimedDelivery } from './claim.js';
+import { claimDueDeliveries, type ClaimedDelivery, type ClaimPosition } from './claim.js';
 import type { AttemptOutcome } from './complete.js';
 import { CompletionBatcher } from './completion-batcher.js';
 import { clockOffsetMs } from './database-clock.js';
@@ -40,8 +40,7 @@ export interface Deliverer {
   readonly hostBudget: HostBudget | undefined;
   readonly completions: CompletionBatcher;
   /** Where the round-robin over tenants, and the scan over webhooks, resume at the next claim. */
-  lastTenant?: string;
-  webhookCursor: number;
+  readonly position: ClaimPosition;
   /** When this worker last turned expired leases back into `pending` (clock milliseconds). */
   leasesRecoveredAt?: number;
   close(): Promise<void>;
@@ -82,7 +81,7 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     schedule: parseRetrySchedule(config.DELIVERY_RETRY_SCHEDULE),
     hostBudget: createHostBudget(config),
     completions,
-    webhookCursor: 0,
+    position: { webhookCursor: 0 },
     close: () => agent.close(),
   };
 }
@@ -106,28 +105,36 @@ export async function deliverDue(deliverer: Deliverer, limit = deliverer.deps.co
 /** A lease lasts DELIVERY_LEASE_SECONDS (5 s or more): looking for expired ones every second is enough. */
 const LEASE_RECOVERY_INTERVAL_MS = 1000;
 
-/** `settling`: this worker's sent deliveries per webhook whose attempt is not recorded yet (see ClaimOptions). */
-export async function claim(deliverer: Deliverer, limit: number, settling?: ReadonlyMap<number, number>): Promise<ClaimedDelivery[]> {
+/**
+ * `limit`: a number, or a function asked once the claim holds the lock (see ClaimOptions.limit);
+ * `settling`: this worker's sent deliveries per webhook whose attempt is not recorded yet;
+ * `onTaken`: told how many rows the claim took, before it commits.
+ */
+export async function claim(
+  deliverer: Deliverer,
+  limit: number | (() => number),
+  settling?: ReadonlyMap<number, number>,
+  onTaken?: (count: number) => void,
+): Promise<ClaimedDelivery[]> {
   const { config, db, clock } = deliverer.deps;
   const now = clock.now().getTime();
+  // Decided and noted before the claim: a second claim in progress does not recover them again.
   const recoverLeases = deliverer.leasesRecoveredAt === undefined || now - deliverer.leasesRecoveredAt >= LEASE_RECOVERY_INTERVAL_MS;
-  const { deliveries, lastTenant, nextWebhookCursor } = await claimDueDeliveries(db, {
+  if (recoverLeases) deliverer.leasesRecoveredAt = now;
+  const deliveries = await claimDueDeliveries(db, {
     workerId: deliverer.workerId,
     clockOffsetMs: clockOffsetMs(clock),
     leaseSeconds: config.DELIVERY_LEASE_SECONDS,
     limit,
+    onTaken,
     concurrency: config.DELIVERY_CONCURRENCY,
     perWebhookLimit: config.DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK,
     tenantShare: config.DELIVERY_TENANT_SHARE,
-    afterTenant: deliverer.lastTenant,
+    position: deliverer.position,
     scanWebhooks: config.DELIVERY_CLAIM_SCAN_WEBHOOKS,
-    afterWebhook: deliverer.webhookCursor,
     settling,
     recoverLeases,
   });
-  if (recoverLeases) deliverer.leasesRecoveredAt = now;
-  if (lastTenant !== undefined) deliverer.lastTenant = lastTenant;
-  deliverer.webhookCursor = nextWebhookCursor;
   return deliveries;
 }
 

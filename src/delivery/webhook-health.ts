@@ -19,6 +19,7 @@ export async function noteWebhookSuccess(db: Queryable, webhookIds: readonly num
     `UPDATE webhooks SET last_success_at = ${dbNow(2)}, failing_since = NULL
       WHERE id = ANY($1::bigint[]) AND (failing_since IS NOT NULL OR last_success_at IS NULL OR last_success_at < ${dbNow(2)} - interval '1 minute')`,
     [webhookIds, clockOffsetMs],
+    { prepare: true },
   );
 }
 

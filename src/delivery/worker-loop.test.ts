@@ -21,13 +21,14 @@ describe('the long-running worker', () => {
     await ctx.close();
   });
 
-  const waitForStatus = async (id: number, status: string) => {
+  const waitForStatusIn = async (app: TestContext, id: number, status: string) => {
     for (let i = 0; i < 500; i++) {
-      if ((await deliveryRow(ctx.db, id)).status === status) return;
+      if ((await deliveryRow(app.db, id)).status === status) return;
       await new Promise((resolve) => setImmediate(resolve));
     }
     assert.fail(`delivery ${id} never became ${status}`);
   };
+  const waitForStatus = (id: number, status: string) => waitForStatusIn(ctx, id, status);
 
   test('NOTIFY on plaza_deliveries wakes the worker: the first attempt does not wait for the poll', async () => {
     const worker = await startDeliveryWorker({ ...ctx, logger });
@@ -59,6 +60,41 @@ describe('the long-running worker', () => {
     const row = await deliveryRow(ctx.db, delivery.id);
     assert.equal(row.status, 'succeeded');
     assert.equal(row.last_status_code, 204);
+  });
+
+  test('with two claims in progress the worker never sends more than DELIVERY_CONCURRENCY at once, and sends everything', async () => {
+    // One tenant may take every slot here: DELIVERY_CONCURRENCY is the only bound left to hold.
+    const app = await createTestApp({ DELIVERY_POLL_INTERVAL_MS: '3600000', DELIVERY_CONCURRENCY: '4', DELIVERY_TENANT_SHARE: '1' });
+    const slow = await Receiver.start();
+    let open = 0;
+    let most = 0;
+    slow.fallback = (_request, response) => {
+      most = Math.max(most, ++open);
+      setTimeout(() => {
+        open -= 1;
+        response.writeHead(204).end();
+      }, 20);
+    };
+    try {
+      const ids: number[] = [];
+      for (let w = 0; w < 3; w++) {
+        const webhook = await seedWebhook(app.db, app.keys, { callbackUrl: slow.url(`/hook/${w}`) });
+        for (let n = 0; n < 8; n++) ids.push((await seedDelivery(app.db, webhook, { now: app.clock.now() })).id);
+      }
+      const worker = await startDeliveryWorker({ ...app, logger });
+      try {
+        await slow.waitFor(ids.length);
+        for (const id of ids) await waitForStatusIn(app, id, 'succeeded');
+      } finally {
+        await worker.stop();
+      }
+      assert.equal(slow.requests.length, ids.length, 'each delivery sent once');
+      assert.ok(most <= 4, `at most DELIVERY_CONCURRENCY sends at once (saw ${most})`);
+      assert.ok(most >= 3, `the slots are used (saw ${most})`);
+    } finally {
+      await slow.close();
+      await app.close();
+    }
   });
 
   test('stop() releases the claims of sends that do not finish within SHUTDOWN_TIMEOUT_MS', async () => {

@@ -13,6 +13,7 @@ import { pruneExpired } from './maintenance.js';
 import { pruneExpiredPortalRecords } from '../portal/portal-links.repository.js';
 import type { Metrics } from './metrics.js';
 import { disableFailingWebhooks } from './webhook-health.js';
+import { QueueVacuum } from './queue-vacuum.js';
 
 export interface WorkerDeps {
   config: Config;
@@ -33,6 +34,20 @@ export interface DeliveryWorker {
 const MAINTENANCE_INTERVAL_MS = 15 * 60_000;
 
 /**
+ * While sends are in flight each of them wakes the worker when it ends, and every wake claims what
+ * has become due meanwhile: the query for the next due time (which arms the timer for an idle
+ * worker) is then needed at most this often, rather than after every claim.
+ */
+const NEXT_DUE_RECHECK_MS = 1000;
+
+/**
+ * Claims take turns on the claim lock (claim.ts). With two in progress, one waits for the lock
+ * while the other holds it: the round trips before and after the locked part overlap, and a slot
+ * freed during a claim waits for less than a whole claim to be filled again.
+ */
+const CLAIMS_IN_PROGRESS = 2;
+
+/**
  * The long-running worker of `plaza serve`: wakes on NOTIFY, on the slow poll, when the earliest
  * scheduled retry is due and whenever a send finishes (a slot frees up, or the next delivery of an
  * entity may go); claims as many deliveries as it has free slots and sends them concurrently.
@@ -51,9 +66,15 @@ class WorkerLoop {
   private sending = 0;
   /** Per webhook, this worker's deliveries that were sent and wait for their attempt to be recorded. */
   private readonly settling = new Map<number, number>();
+  /** When scheduleNextDue last ran (Date.now()). */
+  private nextDueCheckedAt = 0;
   private readonly shutdown = new AbortController();
+  private readonly vacuum: QueueVacuum;
   private stopping = false;
-  private running = false;
+  /** Claim rounds in progress (at most CLAIMS_IN_PROGRESS). */
+  private claims = 0;
+  /** Rows the claims in progress have taken and not yet handed to send(). */
+  private taken = 0;
   private again = false;
   private pollTimer: NodeJS.Timeout | undefined;
   private dueTimer: NodeJS.Timeout | undefined;
@@ -63,7 +84,9 @@ class WorkerLoop {
   constructor(
     private readonly deliverer: Deliverer,
     private readonly deps: WorkerDeps,
-  ) {}
+  ) {
+    this.vacuum = new QueueVacuum(deps.db, deps.logger);
+  }
 
   async start(): Promise<void> {
     const { db, config, logger } = this.deps;
@@ -86,16 +109,16 @@ class WorkerLoop {
     this.wake();
   }
 
-  /** Runs a claim round now, or right after the one in progress. */
+  /** Runs a claim round now, or right after one of those in progress. */
   wake(): void {
     if (this.stopping) return;
-    if (this.running) {
+    if (this.claims >= CLAIMS_IN_PROGRESS) {
       this.again = true;
       return;
     }
-    this.running = true;
+    this.claims += 1;
     void this.round().finally(() => {
-      this.running = false;
+      this.claims -= 1;
       if (this.again && !this.stopping) {
         this.again = false;
         this.wake();
@@ -103,20 +126,41 @@ class WorkerLoop {
     });
   }
 
-  private async round(): Promise<void> {
+  /**
+   * A slot frees up when its send is over, not when its attempt is recorded: recording is batched
+   * and would otherwise hold every slot for a batch's round trip. What waits to be recorded is
+   * bounded too (another DELIVERY_CONCURRENCY), should the database fall behind. Rows a claim in
+   * progress has taken count as sending.
+   */
+  private freeSlots(): number {
     const { config } = this.deps;
+    return Math.min(config.DELIVERY_CONCURRENCY - this.sending, 2 * config.DELIVERY_CONCURRENCY - this.inFlight.size) - this.taken;
+  }
+
+  private async round(): Promise<void> {
+    let offered = 0;
+    let taken = 0;
     try {
-      // A slot frees up when its send is over, not when its attempt is recorded: recording is
-      // batched and would otherwise hold every slot for a batch's round trip. What waits to be
-      // recorded is bounded too (another DELIVERY_CONCURRENCY), should the database fall behind.
-      const free = Math.min(config.DELIVERY_CONCURRENCY - this.sending, 2 * config.DELIVERY_CONCURRENCY - this.inFlight.size);
-      const claimed = free > 0 ? await claim(this.deliverer, free, this.settling) : [];
+      // The free slots are counted once this claim holds the claim lock, when the other claim in
+      // progress has taken its rows (onTaken runs before that claim commits and lets this one read).
+      const claimed = await claim(
+        this.deliverer,
+        () => (offered = this.freeSlots()),
+        this.settling,
+        (count) => {
+          taken = count;
+          this.taken += count;
+        },
+      );
+      this.taken -= taken;
+      taken = 0;
       for (const delivery of claimed) this.send(delivery);
       // A full batch may mean more is due right away; otherwise sleep until the next due time.
-      if (claimed.length > 0 && claimed.length === free) this.again = true;
-      else await this.scheduleNextDue();
+      if (claimed.length > 0 && claimed.length === offered) this.again = true;
+      else if (this.inFlight.size === 0 || Date.now() - this.nextDueCheckedAt >= NEXT_DUE_RECHECK_MS) await this.scheduleNextDue();
     } catch (error) {
       // The database may be restarting: the poll tries again.
+      this.taken -= taken;
       this.deps.logger.warn({ err: error }, 'claiming deliveries failed');
     }
   }
@@ -141,6 +185,7 @@ class WorkerLoop {
         else if (this.settling.get(webhookId) === 1) this.settling.delete(webhookId);
         else this.settling.set(webhookId, this.settling.get(webhookId)! - 1);
         this.inFlight.delete(task);
+        this.vacuum.noteFinished();
         this.wake();
       });
     this.inFlight.add(task);
@@ -155,6 +200,7 @@ class WorkerLoop {
          FROM deliveries WHERE status = 'pending' AND next_attempt_at > ${dbNow(1)}`,
       [clockOffsetMs(clock)],
     );
+    this.nextDueCheckedAt = Date.now();
     const wait = rows[0]?.wait_ms;
     clearTimeout(this.dueTimer);
     if (wait === null || wait === undefined || this.stopping) return;
@@ -188,7 +234,7 @@ class WorkerLoop {
     clearTimeout(this.dueTimer);
     await this.unlisten?.().catch(() => {});
     // Let a claim round in progress finish so that its claims are counted below.
-    while (this.running) await new Promise((resolve) => setTimeout(resolve, 10));
+    while (this.claims > 0) await new Promise((resolve) => setTimeout(resolve, 10));
 
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<void>((resolve) => (timer = setTimeout(resolve, config.SHUTDOWN_TIMEOUT_MS)));
