@@ -40,5 +40,15 @@ fi
 rm -rf migrations
 cp -r "$ROOT/migrations" migrations
 npx --no-install tsc -p tsconfig.json
+# Known breaks (scripts/upgrade-compat-known-breaks): a migration that the previous code cannot
+# follow in one place, written down with the reason and in docs/operations.md. Their tests are left
+# out only when the previous commit predates that migration.
+while read -r migration test reason; do
+  case "$migration" in ''|'#'*) continue ;; esac
+  if ! git -C "$ROOT" cat-file -e "$previous:migrations/$migration" 2>/dev/null; then
+    echo "upgrade check: leaving out $test ($migration: $reason)"
+    rm -f "dist/$test"
+  fi
+done < "$ROOT/scripts/upgrade-compat-known-breaks"
 DATABASE_URL="$PG_URL" node scripts/run-tests.mjs
 echo "upgrade check: OK, the previous code passes its suite on the new schema"

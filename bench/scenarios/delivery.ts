@@ -84,7 +84,7 @@ export const deliveryThroughput: Scenario = {
       const ceiling = await run.receivers.waitFor(total, { stallMs: scale.stallMs });
       const ratio = run.perSecond / ceiling.perSecond;
       // One engine: the embedded server is PostgreSQL too, so one target.
-      const target = 0.4;
+      const target = 0.25;
       return [
         {
           scenario: `4 delivery throughput (${howMany(run)} in ${seconds(run.spanMs)})`,

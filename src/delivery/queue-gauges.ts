@@ -13,8 +13,9 @@ interface QueueDepth {
 
 /** The delivery queue as the database sees it, over all workers. */
 export async function measureQueue(db: Queryable, now: Date): Promise<QueueDepth> {
-  // Served by deliveries_due (due and leased rows), deliveries_webhook_delivering and, for the failed
-  // count, deliveries_finished_age (migration 009): no pass over the whole table (docs/performance.md).
+  // Served by the queue partition's deliveries_due (pending rows) and deliveries_lease_expiry
+  // (delivering rows) and, for the failed count, the rest's deliveries_failed_webhook_created
+  // (migration 011): no pass over the whole table (docs/performance.md).
   const { rows } = await db.query<QueueDepth>(
     `WITH due AS (
        SELECT d.next_attempt_at FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id AND w.active
