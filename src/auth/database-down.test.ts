@@ -89,3 +89,42 @@ describe('database down: 503 with Retry-After, recovery without restart', () => 
     assert.equal((await app.inject({ method: 'POST', url: '/api/v2/auth/refresh', payload: { refresh_token: refreshToken } })).statusCode, 200);
   });
 });
+
+describe('a statement that waits past DATABASE_STATEMENT_TIMEOUT_MS (a migration holding a lock)', () => {
+  let data: TestDatabase;
+  let db: Database;
+  let app: App;
+  let user: SeededUser;
+  before(async () => {
+    data = await createTestDatabase();
+    const config = loadConfig({ LOG_LEVEL: 'silent', DATABASE_RETRY_AFTER_SECONDS: '7' });
+    db = openPostgres({ connectionString: data.url, poolSize: 2, connectTimeoutMs: 1000, statementTimeoutMs: 300, onError: () => {} });
+    app = await buildApp({ config, db, keys: await generateKeys(), clock: new ManualClock(new Date()), logger: false });
+    user = await seedUser(data);
+  });
+  after(async () => {
+    await app?.close();
+    await db?.close();
+    await data?.close();
+  });
+
+  test('answers 503 with Retry-After, not 500, and 200 once the lock is gone', async () => {
+    const login = () => app.inject({ method: 'POST', url: '/api/v2/auth/login', payload: { username: user.username, password: user.password } });
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const holding = data.transaction(async (tx) => {
+      await tx.query('LOCK TABLE users IN ACCESS EXCLUSIVE MODE');
+      await released;
+    });
+    try {
+      const response = await login();
+      assert.equal(response.statusCode, 503, response.body);
+      assert.equal(response.headers['retry-after'], '7');
+      assert.equal(response.json().code, 'service_unavailable');
+    } finally {
+      release();
+      await holding;
+    }
+    assert.equal((await login()).statusCode, 200);
+  });
+});

@@ -27,7 +27,7 @@ export interface Database extends Queryable {
    * `advisoryLock`: a transaction-level advisory lock taken with BEGIN, in the same round trip.
    * `synchronousCommit: false`: COMMIT returns before its WAL reaches the disk, so a crash of the
    * database server may undo it (never partly). Only for changes that a crash may undo without
-   * losing anything: the delivery engine's leases and attempt records (docs/reliability.md).
+   * losing anything: the delivery engine's leases and attempt records (docs/delivery.md).
    */
   transaction<T>(work: (tx: Queryable) => Promise<T>, options?: { advisoryLock?: number; synchronousCommit?: boolean }): Promise<T>;
   /** LISTEN on a channel; resolves to a function that stops listening. */
@@ -61,6 +61,14 @@ const UNAVAILABLE_CODES = new Set([
 export function isTransientConflict(error: unknown): boolean {
   const code = (error as { code?: unknown } | undefined)?.code;
   return code === '40P01' || code === '40001';
+}
+
+/**
+ * The statement ran past DATABASE_STATEMENT_TIMEOUT_MS (57014), typically waiting for a lock that a
+ * migration or a long maintenance statement holds: transient, the API answers 503 with Retry-After.
+ */
+export function isStatementTimeout(error: unknown): boolean {
+  return (error as { code?: unknown } | undefined)?.code === '57014';
 }
 
 /** Whether an error from the driver means "the database is not there right now". */

@@ -106,9 +106,12 @@ export async function claimDueDeliveries(db: Database, options: ClaimOptions): P
     if (last !== undefined) options.position.lastTenant = last;
     options.onTaken?.(deliveries.length);
     return deliveries;
+  }, {
+    advisoryLock: CLAIM_LOCK,
     // A lease that a crash of the database undoes is harmless: the row is due again, and the
-    // worst outcome is the notification sent twice (at-least-once, docs/reliability.md).
-  }, { advisoryLock: CLAIM_LOCK, synchronousCommit: false });
+    // worst outcome is the notification sent twice (at-least-once, docs/delivery.md).
+    synchronousCommit: false,
+  });
 }
 
 /** The advisory lock key of the claim ('plaza:claim' as a number; any constant no other code uses). */

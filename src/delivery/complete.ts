@@ -50,9 +50,11 @@ export async function completeAttempts(db: Database, records: readonly AttemptRe
     const recorded = await recordAttempts(tx, records, options);
     const disabledWebhooks = await updateWebhookHealth(tx, records.filter((record) => recorded.has(record.deliveryId)), options);
     return { recorded, disabledWebhooks };
+  }, {
     // An attempt record that a crash of the database undoes leaves its delivery leased: it is sent
-    // again once the lease expires (at-least-once, docs/reliability.md); nothing is lost.
-  }, { synchronousCommit: false });
+    // again once the lease expires (at-least-once, docs/delivery.md); nothing is lost.
+    synchronousCommit: false,
+  });
 }
 
 /**

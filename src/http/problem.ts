@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isTransientConflict, isUnavailable } from '../db/database.js';
+import { isStatementTimeout, isTransientConflict, isUnavailable } from '../db/database.js';
 import { AppError, errorCatalog, type ErrorCode, type FieldError } from './errors.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -63,6 +63,9 @@ export function toAppError(error: FastifyError | Error, retryAfterSeconds: numbe
   }
   if (isUnavailable(error)) {
     return new AppError('service_unavailable', 'The database is unreachable; retry later.', { headers: { 'retry-after': String(retryAfterSeconds) } });
+  }
+  if (isStatementTimeout(error)) {
+    return new AppError('service_unavailable', 'The database did not answer in time; retry later.', { headers: { 'retry-after': String(retryAfterSeconds) } });
   }
   if (isTransientConflict(error)) {
     return new AppError('service_unavailable', 'The request collided with a concurrent change; retry it.', { headers: { 'retry-after': '1' } });
