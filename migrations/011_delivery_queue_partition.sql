@@ -37,7 +37,10 @@ CREATE TABLE deliveries_partitioned (
   UNIQUE (message_id, status)
 ) PARTITION BY LIST (status);
 
-CREATE TABLE deliveries_queue PARTITION OF deliveries_partitioned FOR VALUES IN ('pending', 'delivering');
+-- vacuum_truncate off: the queue empties and fills again all day, and giving its trailing pages
+-- back to the file system makes VACUUM take an exclusive lock that stalls intake and claims.
+CREATE TABLE deliveries_queue PARTITION OF deliveries_partitioned FOR VALUES IN ('pending', 'delivering')
+  WITH (vacuum_truncate = false);
 CREATE TABLE deliveries_at_rest PARTITION OF deliveries_partitioned FOR VALUES IN ('succeeded', 'failed', 'held');
 
 INSERT INTO deliveries_partitioned (id, event_id, webhook_id, entity_key, message_id, status, attempts, next_attempt_at,

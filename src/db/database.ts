@@ -25,11 +25,12 @@ export interface Database extends Queryable {
   /**
    * Runs `work` in one transaction; commits when it resolves, rolls back when it throws.
    * `advisoryLock`: a transaction-level advisory lock taken with BEGIN, in the same round trip.
-   * `synchronousCommit: false`: COMMIT returns before its WAL reaches the disk, so a crash of the
-   * database server may undo it (never partly). Only for changes that a crash may undo without
-   * losing anything: the delivery engine's leases and attempt records (docs/delivery.md).
+   * `settings`: SET LOCAL for this transaction, sent with BEGIN too. `synchronous_commit: 'off'`
+   * makes COMMIT return before its WAL reaches the disk, so a crash of the database server may undo
+   * it (never partly): only for changes that a crash may undo without losing anything, the delivery
+   * engine's leases and attempt records (docs/delivery.md).
    */
-  transaction<T>(work: (tx: Queryable) => Promise<T>, options?: { advisoryLock?: number; synchronousCommit?: boolean }): Promise<T>;
+  transaction<T>(work: (tx: Queryable) => Promise<T>, options?: { advisoryLock?: number; settings?: Record<string, string> }): Promise<T>;
   /** LISTEN on a channel; resolves to a function that stops listening. */
   listen(channel: string, onNotification: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;

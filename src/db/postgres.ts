@@ -65,13 +65,17 @@ export function openPostgres(options: PostgresOptions): Database {
 
   return {
     ...queryable(pool),
-    async transaction(work, { advisoryLock: lock, synchronousCommit = true } = {}) {
-      // A hot transaction that starts by taking a lock (the delivery claim) saves a round trip:
-      // the statements go in one simple query. The key is a number, checked as one.
+    async transaction(work, { advisoryLock: lock, settings = {} } = {}) {
+      // A hot transaction that starts with settings and a lock (the delivery claim) saves round
+      // trips: the statements go in one simple query. The key is a number and the settings are
+      // words, checked as such.
       if (lock !== undefined && !Number.isSafeInteger(lock)) throw new TypeError('advisoryLock must be an integer');
+      for (const [name, value] of Object.entries(settings)) {
+        if (!/^[a-z_]+$/.test(name) || !/^[a-z0-9_]+$/.test(value)) throw new TypeError(`not a setting: ${name} = ${value}`);
+      }
       const begin = [
         'BEGIN',
-        ...(synchronousCommit ? [] : ['SET LOCAL synchronous_commit = off']),
+        ...Object.entries(settings).map(([name, value]) => `SET LOCAL ${name} = ${value}`),
         ...(lock === undefined ? [] : [`SELECT pg_advisory_xact_lock(${lock})`]),
       ].join('; ');
       const client = await guard(() => pool.connect());

@@ -57,10 +57,12 @@ export interface ClaimPosition {
 }
 
 /**
- * The one place that says which deliveries a worker may send: waiting (`pending`), due, of an
- * active webhook. Expired leases are turned back into `pending` first (recoverExpiredLeases).
+ * The one place that says which deliveries a worker may send: waiting (`pending`), due, of the
+ * webhook `webhookId` (an SQL expression); the webhook's being active is checked by the caller.
+ * Expired leases are turned back into `pending` first (recoverExpiredLeases). Read in due order
+ * through deliveries_pending_webhook_due (see the claim's settings in claimDueDeliveries).
  */
-const CLAIMABLE = `d.status = 'pending' AND d.next_attempt_at <= ${dbNow(1)}`;
+const claimableOf = (webhookId: string) => `d.webhook_id = ${webhookId} AND d.status = 'pending' AND d.next_attempt_at <= ${dbNow(1)}`;
 
 /**
  * Claims due deliveries fairly, in two statements whose cost does not depend on the size of the
@@ -108,9 +110,16 @@ export async function claimDueDeliveries(db: Database, options: ClaimOptions): P
     return deliveries;
   }, {
     advisoryLock: CLAIM_LOCK,
-    // A lease that a crash of the database undoes is harmless: the row is due again, and the
-    // worst outcome is the notification sent twice (at-least-once, docs/delivery.md).
-    synchronousCommit: false,
+    settings: {
+      // A lease that a crash of the database undoes is harmless: the row is due again, and the
+      // worst outcome is the notification sent twice (at-least-once, docs/delivery.md).
+      synchronous_commit: 'off',
+      // Every read of the claim is a few probes of deliveries_pending_webhook_due in due order.
+      // With the queue's statistics stale (a burst since the last ANALYZE), the planner ANDed the
+      // bitmaps of two other indexes instead, reading every waiting row: 50-150 ms per claim behind
+      // a tenant with a backlog (docs/performance.md).
+      enable_bitmapscan: 'off',
+    },
   });
 }
 
@@ -166,7 +175,6 @@ async function readDueWork(db: Queryable, options: ClaimOptions): Promise<DueWor
      SELECT (SELECT coalesce(json_agg(v ORDER BY v.webhook_id), '[]') FROM visited v) AS visited,
             (SELECT coalesce(json_agg(l), '[]') FROM leases l) AS leases`,
     [options.clockOffsetMs, options.perWebhookLimit, cursor, Number.MAX_SAFE_INTEGER, options.scanWebhooks],
-    { prepare: true },
   );
   const first = rows[0]!.visited;
   let visited = first;
@@ -223,10 +231,8 @@ function visitedWebhooks(after: string, upTo: string, budget: string): string {
      visited AS (
        SELECT w.webhook_id,
               (SELECT h.tenant_kind || ':' || h.tenant_id FROM webhooks h WHERE h.id = w.webhook_id AND h.active) AS tenant,
-              -- In due order, as the take reads them: only deliveries_pending_webhook_due gives that
-              -- order, so the prepared (generic) plan cannot pick another index of the webhook's rows.
               (SELECT count(*)::int FROM (
-                 SELECT 1 FROM deliveries d WHERE d.webhook_id = w.webhook_id AND ${CLAIMABLE}
+                 SELECT 1 FROM deliveries d WHERE ${claimableOf('w.webhook_id')}
                   ORDER BY d.next_attempt_at, d.id LIMIT $2) s) AS due
          FROM waiting w
         WHERE w.webhook_id IS NOT NULL
@@ -254,8 +260,7 @@ async function takeRows(db: Queryable, options: ClaimOptions, quotas: Map<number
          FROM quota q
         CROSS JOIN LATERAL (
           SELECT d.id FROM deliveries d
-           WHERE d.webhook_id = q.webhook_id
-             AND ${CLAIMABLE}
+           WHERE ${claimableOf('q.webhook_id')}
              -- Per-entity order: d is the first unfinished delivery of its (webhook, entity key).
              -- A correlated min() rather than NOT EXISTS: the subplan is always parameterized by
              -- both columns, so it is one probe of deliveries_unfinished_entity even when the
@@ -288,7 +293,6 @@ async function takeRows(db: Queryable, options: ClaimOptions, quotas: Map<number
        FROM taken t
       CROSS JOIN LATERAL (SELECT * FROM webhooks w WHERE w.id = t.webhook_id OFFSET 0) h`,
     [options.clockOffsetMs, [...quotas.keys()], [...quotas.values()], options.workerId, options.leaseSeconds],
-    { prepare: true },
   );
   return rows.sort((a, b) => a.id - b.id);
 }

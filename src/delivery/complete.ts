@@ -53,7 +53,7 @@ export async function completeAttempts(db: Database, records: readonly AttemptRe
   }, {
     // An attempt record that a crash of the database undoes leaves its delivery leased: it is sent
     // again once the lease expires (at-least-once, docs/delivery.md); nothing is lost.
-    synchronousCommit: false,
+    settings: { synchronous_commit: 'off' },
   });
 }
 

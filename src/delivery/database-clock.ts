@@ -6,16 +6,19 @@ import { ManualClock, systemClock, type Clock } from '../clock.js';
  * that time with the statement parameter `$n` as an offset in milliseconds: 0 in production, and the
  * distance to an injected test clock (ManualClock) in tests, so that moving the test clock moves
  * the database's idea of "now" too.
+ * The time the statement started, not the transaction (now()): a claim's transaction begins before
+ * it waits for the claim lock, and with now() it took for not yet due the rows that became due
+ * while it waited, leaving them to the claim after it.
  */
 export function dbNow(parameter: number): string {
-  return `(now() + $${parameter}::double precision * interval '1 millisecond')`;
+  return `(statement_timestamp() + $${parameter}::double precision * interval '1 millisecond')`;
 }
 
 /**
  * A ManualClock's offset is fixed when it is made and moves only with advance(), so the database's
- * time in tests is now() plus a constant: it runs on from the test clock's as real time passes and
+ * time in tests is its clock plus a constant: it runs on from the test clock's as real time passes and
  * never goes back. Measured again per call (clock.now() − Date.now()), it carried the varying gap
- * between the client's Date.now() and the transaction's now(): a row written due "now" could be
+ * between the client's Date.now() and the database's time: a row written due "now" could be
  * a millisecond short of due at the next claim. Any other injected clock is measured per call.
  */
 export function clockOffsetMs(clock: Clock): number {
