@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { loginOk, postRefresh } from '../auth/auth-test-kit.js';
-import { accessTokenFor, bearer, seedUser } from '../testing/fixtures.js';
+import { order } from '../events/test-support.js';
+import { accessTokenFor, bearer, seedConnection, seedUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 
 describe('administration over HTTP', () => {
@@ -98,6 +99,25 @@ describe('administration over HTTP', () => {
     assert.equal((await call('DELETE', `/api/v2/admin/users/${created.json().id}`)).statusCode, 204);
     assert.equal((await call('GET', `/api/v2/admin/users/${created.json().id}`)).statusCode, 404);
     assert.equal((await postRefresh(ctx, login.refresh_token)).statusCode, 401);
+  });
+
+  test('a deleted user\'s access token, still valid, cannot record anything as that user: 401, not 500', async () => {
+    await seedConnection(ctx.db, 1, 'MKT');
+    const user = await seedUser(ctx.db, { role: 'marketplace', marketplaceCode: 'MKT', sellerId: 1 });
+    const token = bearer(await accessTokenFor(ctx, user));
+    const event = { topic: 'order/create', seller_id: 1, entity_id: 'ORD-GONE', order: order('ORD-GONE'), author: 'system' };
+    const send = () => ctx.app.inject({ method: 'POST', url: '/v1/MKT/events', headers: token, payload: event });
+    const link = () => ctx.app.inject({ method: 'POST', url: '/v1/MKT/portal-links', headers: token, payload: {} });
+    assert.equal((await link()).statusCode, 201, 'the token works while its user exists');
+    assert.equal((await call('DELETE', `/api/v2/admin/users/${user.id}`)).statusCode, 204);
+    // Stateless: reads still work until the token expires; writes naming the user as their maker do not.
+    assert.equal((await ctx.app.inject({ method: 'GET', url: '/v1/MKT/webhooks', headers: token })).statusCode, 200);
+    for (const response of [await send(), await link()]) {
+      assert.equal(response.statusCode, 401, response.body);
+      assert.equal(response.json().detail, 'The user of this access token no longer exists.');
+    }
+    const { rows } = await ctx.db.query(`SELECT 1 FROM events WHERE event_id = 'ORD-GONE' OR body::text LIKE '%ORD-GONE%'`);
+    assert.equal(rows.length, 0, 'nothing was stored');
   });
 
   test('deactivating a user revokes every session; activating again does not revive them', async () => {

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { inactiveTenantOf, isPrincipalTenantActive } from '../accounts/tenant-state.js';
+import { isForeignKeyViolation } from '../db/database.js';
 import type { FeatureDeps } from '../deps.js';
 import { AppError } from '../http/errors.js';
 import type { Keys } from '../keys.js';
@@ -19,6 +20,17 @@ const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*)$/i;
 function unauthorized(detail: string): AppError {
   return new AppError('unauthorized', detail, { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
 }
+
+/**
+ * An access token is stateless: it outlives its user's deletion (at most ACCESS_TOKEN_TTL_SECONDS).
+ * A write that records the user as its maker (an event, a portal link) then fails on the named
+ * foreign key; this turns that into 401 rather than 500: `insert(…).catch(refuseIfUserGone(fk))`.
+ */
+export const refuseIfUserGone =
+  (constraint: string) =>
+  (error: unknown): never => {
+    throw isForeignKeyViolation(error, constraint) ? unauthorized('The user of this access token no longer exists.') : error;
+  };
 
 // One verifier (and cache) per key set, shared by every route plugin of an app.
 const verifiers = new WeakMap<Keys, AccessTokenVerifier>();

@@ -81,6 +81,12 @@ export function isUnavailable(error: unknown): boolean {
   return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection closed/i.test(error.message);
 }
 
+/** Foreign-key violation (23503) of the named constraint: a row the statement refers to is gone. */
+export function isForeignKeyViolation(error: unknown, constraint: string): boolean {
+  const e = error as { code?: unknown; constraint?: unknown };
+  return e?.code === '23503' && e.constraint === constraint;
+}
+
 /** Unique violation (23505) of the named constraint, for turning a race into a 409. */
 export function isUniqueViolation(error: unknown, constraint?: string): boolean {
   const e = error as { code?: unknown; constraint?: unknown; message?: unknown };

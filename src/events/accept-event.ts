@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/access-tokens.js';
+import { refuseIfUserGone } from '../auth/authenticate.js';
 import type { Clock } from '../clock.js';
 import type { Database } from '../db/database.js';
 import { clockOffsetMs } from '../delivery/database-clock.js';
@@ -89,7 +90,7 @@ export async function acceptEvent(deps: { db: Database; clock: Clock }, principa
       createdBy: principal.userId,
       createdByApiKey: principal.apiKeyId ?? null,
       now,
-    });
+    }).catch(refuseIfUserGone('events_created_by_fkey'));
     if (rowId === undefined) {
       // Another request with this event_id committed first (we waited on its row).
       const stored = await findEvent(tx, marketplaceCode, event.seller_id, eventId);

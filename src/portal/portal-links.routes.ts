@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { FeatureDeps } from '../deps.js';
-import { authenticate, principalOf } from '../auth/authenticate.js';
+import { authenticate, principalOf, refuseIfUserGone } from '../auth/authenticate.js';
 import { AppError } from '../http/errors.js';
 import { problemResponses } from '../http/openapi.js';
 import { MarketplaceParams, MAX_INT32 } from '../http/path-params.js';
@@ -63,7 +63,9 @@ export const portalLinkRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (a
           errors: [{ field: 'body.seller_id', message: `is not connected to marketplace ${marketplaceCode}` }],
         });
       }
-      const { token, expiresAt } = await insertPortalLink(db, { marketplaceCode, sellerId }, principal.userId, clock.now(), config.PORTAL_LINK_TTL_SECONDS);
+      const { token, expiresAt } = await insertPortalLink(db, { marketplaceCode, sellerId }, principal.userId, clock.now(), config.PORTAL_LINK_TTL_SECONDS).catch(
+        refuseIfUserGone('portal_links_created_by_fkey'),
+      );
       // The request's own origin unless configured: the caller gets back what it asked for, so a
       // forged Host header only misleads the one who forged it.
       const base = config.PORTAL_PUBLIC_URL?.replace(/\/+$/, '') ?? `${request.protocol}://${request.host}`;
