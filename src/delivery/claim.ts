@@ -7,6 +7,8 @@ export interface ClaimedDelivery {
   id: number;
   message_id: string;
   webhook_id: number;
+  /** The webhook's owner, `kind:id` (the unit of the fairness rule). */
+  tenant: string;
   attempts: number;
   callback_url: string;
   headers: Record<string, string>;
@@ -41,12 +43,25 @@ export interface ClaimOptions {
   /** Most webhooks with waiting rows one claim looks at (DELIVERY_CLAIM_SCAN_WEBHOOKS). */
   scanWebhooks: number;
   /**
-   * This worker's deliveries, per webhook, that were sent and wait for their attempt to be recorded
-   * (completion-batcher.ts): they still hold a lease but load no receiver, so the caps leave them out.
+   * This worker's leases, per webhook, that the caps leave out: deliveries being sent, whose caps
+   * the worker enforces itself as it starts each send (ready-queue.ts), and deliveries sent whose
+   * attempt waits to be recorded (completion-batcher.ts), which load no receiver. The caps then
+   * bound what waits in the worker to be sent, so that a slot that frees is refilled at once.
+   * Asked after the claim read the leases: sends started meanwhile (another claim's) are left out too.
    */
-  settling?: ReadonlyMap<number, number>;
+  uncounted?: () => ReadonlyMap<number, number>;
+  /** Told, under the lock, the live leases of the other workers (what the worker's own send caps leave room for). */
+  onOtherLeases?: (others: OtherLeases) => void;
   /** Turn expired leases back into `pending` first (the worker does it at most once a second). */
   recoverLeases?: boolean;
+}
+
+/** The live leases of the other workers, as one claim read them. */
+export interface OtherLeases {
+  webhooks: ReadonlyMap<number, number>;
+  tenants: ReadonlyMap<string, number>;
+  /** Workers that hold live leases, this one included. */
+  workers: number;
 }
 
 export interface ClaimPosition {
@@ -73,7 +88,7 @@ const claimableOf = (webhookId: string) => `d.webhook_id = ${webhookId} AND d.st
  *    statement, the live leases per webhook, tenant and worker (in-flight rows only: a few hundred
  *    at most);
  * 2. fair-share.ts turns that into a number of rows per webhook (leaving out of the caps this
- *    worker's deliveries that were sent and wait for their record: `settling`), and one statement
+ *    worker's deliveries being sent or waiting for their record: `uncounted`), and one statement
  *    takes them:
  *    per webhook, its due rows in due order, through the same index, skipping rows locked by
  *    anything else (SKIP LOCKED below the LIMIT: a locked row is replaced by the next one instead of
@@ -187,16 +202,20 @@ async function readDueWork(db: Queryable, options: ClaimOptions): Promise<DueWor
 
   // Read after the statement: a delivery recorded in between still counts as in flight (the safe
   // side); one sent in between is left out, as it should be.
-  const settling = new Map(options.settling);
+  const uncounted = new Map(options.uncounted?.());
   const inFlight = new Map<number, number>();
   const loads = new Map<string, TenantLoad>();
   const workers = new Set<string>([options.workerId]);
+  const others = { webhooks: new Map<number, number>(), tenants: new Map<string, number>() };
   for (const lease of rows[0]!.leases) {
     let n = lease.n;
     if (lease.leased_by === options.workerId) {
-      const settled = Math.min(n, settling.get(lease.webhook_id) ?? 0);
-      settling.set(lease.webhook_id, (settling.get(lease.webhook_id) ?? 0) - settled);
-      n -= settled;
+      const left = Math.min(n, uncounted.get(lease.webhook_id) ?? 0);
+      uncounted.set(lease.webhook_id, (uncounted.get(lease.webhook_id) ?? 0) - left);
+      n -= left;
+    } else {
+      others.webhooks.set(lease.webhook_id, (others.webhooks.get(lease.webhook_id) ?? 0) + n);
+      others.tenants.set(lease.tenant, (others.tenants.get(lease.tenant) ?? 0) + n);
     }
     inFlight.set(lease.webhook_id, (inFlight.get(lease.webhook_id) ?? 0) + n);
     const load = loads.get(lease.tenant) ?? { total: 0, mine: 0 };
@@ -205,6 +224,7 @@ async function readDueWork(db: Queryable, options: ClaimOptions): Promise<DueWor
     loads.set(lease.tenant, load);
     workers.add(lease.leased_by);
   }
+  options.onOtherLeases?.({ ...others, workers: workers.size });
   const webhooks = visited
     .filter((row) => row.tenant !== null && row.due > 0)
     .map((row) => ({ webhookId: row.webhook_id, tenant: row.tenant!, due: row.due, inFlight: inFlight.get(row.webhook_id) ?? 0 }));
@@ -287,7 +307,7 @@ async function takeRows(db: Queryable, options: ClaimOptions, quotas: Map<number
      )
      -- The webhook and the event of each taken row by primary key, one probe each: as a join, the
      -- planner merged the rows with an ordered scan of all webhooks (16 ms at 10 000 webhooks).
-     SELECT t.id, t.message_id, t.webhook_id, t.attempts, h.callback_url, h.headers,
+     SELECT t.id, t.message_id, t.webhook_id, h.tenant_kind || ':' || h.tenant_id AS tenant, t.attempts, h.callback_url, h.headers,
             h.secret_encrypted, h.previous_secret_encrypted, h.previous_secret_expires_at,
             (SELECT e.body::text FROM events e WHERE e.id = t.event_id) AS body
        FROM taken t
@@ -297,12 +317,15 @@ async function takeRows(db: Queryable, options: ClaimOptions, quotas: Map<number
   return rows.sort((a, b) => a.id - b.id);
 }
 
-/** Gives this worker's remaining claims back (shutdown): due again at once for any worker. */
-export async function releaseClaims(db: Queryable, workerId: string, clockOffsetMs: number): Promise<number> {
+/**
+ * Gives this worker's claims back, due again at once for any worker: all of them (shutdown), or the
+ * deliveries `ids` (claimed rows that could not be sent before their lease would run out).
+ */
+export async function releaseClaims(db: Queryable, workerId: string, clockOffsetMs: number, ids?: readonly number[]): Promise<number> {
   const { rowCount } = await db.query(
     `UPDATE deliveries SET status = 'pending', leased_by = NULL, lease_expires_at = NULL, updated_at = ${dbNow(2)}
-      WHERE leased_by = $1 AND status = 'delivering'`,
-    [workerId, clockOffsetMs],
+      WHERE leased_by = $1 AND status = 'delivering' AND ($3::bigint[] IS NULL OR id = ANY($3))`,
+    [workerId, clockOffsetMs, ids ?? null],
   );
   return rowCount;
 }

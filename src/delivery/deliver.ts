@@ -8,7 +8,7 @@ import type { Database } from '../db/database.js';
 import type { Keys } from '../keys.js';
 import { parseNetworks } from '../net/address-policy.js';
 import { decryptSecret, secretKeyBytes } from '../webhooks/secret-box.js';
-import { claimDueDeliveries, type ClaimedDelivery, type ClaimPosition } from './claim.js';
+import { claimDueDeliveries, type ClaimedDelivery, type ClaimOptions, type ClaimPosition } from './claim.js';
 import type { AttemptOutcome } from './complete.js';
 import { CompletionBatcher } from './completion-batcher.js';
 import { clockOffsetMs } from './database-clock.js';
@@ -107,14 +107,13 @@ const LEASE_RECOVERY_INTERVAL_MS = 1000;
 
 /**
  * `limit`: a number, or a function asked once the claim holds the lock (see ClaimOptions.limit);
- * `settling`: this worker's sent deliveries per webhook whose attempt is not recorded yet;
- * `onTaken`: told how many rows the claim took, before it commits.
+ * `worker`: what the worker loop tells the claim and is told by it (ClaimOptions: uncounted,
+ * onTaken, onOtherLeases).
  */
 export async function claim(
   deliverer: Deliverer,
   limit: number | (() => number),
-  settling?: ReadonlyMap<number, number>,
-  onTaken?: (count: number) => void,
+  worker: Pick<ClaimOptions, 'uncounted' | 'onTaken' | 'onOtherLeases'> = {},
 ): Promise<ClaimedDelivery[]> {
   const { config, db, clock } = deliverer.deps;
   const now = clock.now().getTime();
@@ -126,13 +125,12 @@ export async function claim(
     clockOffsetMs: clockOffsetMs(clock),
     leaseSeconds: config.DELIVERY_LEASE_SECONDS,
     limit,
-    onTaken,
+    ...worker,
     concurrency: config.DELIVERY_CONCURRENCY,
     perWebhookLimit: config.DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK,
     tenantShare: config.DELIVERY_TENANT_SHARE,
     position: deliverer.position,
     scanWebhooks: config.DELIVERY_CLAIM_SCAN_WEBHOOKS,
-    settling,
     recoverLeases,
   });
   return deliveries;

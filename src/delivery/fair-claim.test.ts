@@ -6,6 +6,7 @@ import { claim, createDeliverer } from './deliver.js';
 import { completeAttempts } from './complete.js';
 import { clockOffsetMs } from './database-clock.js';
 import { Receiver, seedDelivery, seedWebhook } from './delivery-test-kit.js';
+import { ReadyQueue } from './ready-queue.js';
 import { startDeliveryWorker } from './worker.js';
 
 const logger = pino({ level: 'silent' });
@@ -53,11 +54,12 @@ describe('fair claiming between tenants and workers', () => {
         const arrived = await Promise.race([healthy.waitFor(n).then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), 3000))]);
         assert.ok(arrived, `tenant B's notification ${n} did not arrive while tenant A's receivers hang`);
       }
-      assert.equal(hanging.requests.length, 10);
+      assert.equal(hanging.requests.length, 10, "tenant A's sends stay within its share");
+      // Its leases: the 10 sends, and at most as many again waiting in the worker for a slot.
       const { rows } = await ctx.db.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE w.tenant_id = '1' AND d.status = 'delivering'`,
       );
-      assert.equal(rows[0]!.n, 10);
+      assert.ok(rows[0]!.n >= 10 && rows[0]!.n <= 20, `tenant A holds ${rows[0]!.n} leases`);
     } finally {
       await worker.stop();
     }
@@ -114,6 +116,33 @@ describe('fair claiming between tenants and workers', () => {
     }
   });
 
+  test("looking ahead: a worker claims past its sends, but sends only what the other workers' leases leave", async () => {
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: healthy.url(), tenantKind: 'seller', tenantId: '1' });
+    for (let n = 0; n < 30; n++) await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
+    const other = createDeliverer({ ...ctx, workerId: 'w2' });
+    const worker = createDeliverer({ ...ctx, workerId: 'w1' });
+    const ready = new ReadyQueue({ concurrency: 20, perWebhookLimit: 10, tenantShare: 0.5, maxWaitMs: 60_000 });
+    // What the worker loop does: its sends are left out of the claim's caps, the other leases noted.
+    const claimInto = async () => {
+      ready.add(await claim(worker, 15, { uncounted: () => ready.sendingPerWebhook(), onOtherLeases: (others) => ready.setOtherLeases(others) }), 0);
+      return ready.take(0).send.length;
+    };
+    try {
+      assert.equal((await claim(other, 6)).length, 6, 'the other worker sends 6 (limit 10)');
+      assert.equal(await claimInto(), 4, 'this one claims the 4 left and sends them');
+      assert.equal(await claimInto(), 0, 'it claims 4 more to send next, and sends none of them yet');
+      assert.equal(ready.size, 4);
+      assert.equal(await claimInto(), 0, 'nothing more: its waiting deliveries count');
+      const { rows } = await ctx.db.query<{ leased_by: string; n: number }>(
+        `SELECT leased_by, count(*)::int AS n FROM deliveries WHERE status = 'delivering' GROUP BY 1 ORDER BY 1`,
+      );
+      assert.deepEqual(rows, [{ leased_by: 'w1', n: 8 }, { leased_by: 'w2', n: 6 }]);
+    } finally {
+      await worker.close();
+      await other.close();
+    }
+  });
+
   test("a worker's sent deliveries awaiting their record free their webhook's room, and only those", async () => {
     const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: healthy.url(), tenantKind: 'seller', tenantId: '1' });
     for (let n = 0; n < 30; n++) await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
@@ -124,10 +153,10 @@ describe('fair claiming between tenants and workers', () => {
       assert.equal((await claim(worker, 15)).length, 10);
       assert.equal((await claim(worker, 15)).length, 0);
       // 4 of them were sent and wait to be recorded: they load no receiver, so 4 more may go.
-      assert.equal((await claim(worker, 15, new Map([[webhook.id, 4]]))).length, 4);
+      assert.equal((await claim(worker, 15, { uncounted: () => new Map([[webhook.id, 4]]) })).length, 4);
       // Another worker's leases are not this worker's to discount, nor another webhook's.
-      assert.equal((await claim(other, 15, new Map([[webhook.id, 4]]))).length, 0);
-      assert.equal((await claim(worker, 15, new Map([[webhook.id + 1, 4]]))).length, 0);
+      assert.equal((await claim(other, 15, { uncounted: () => new Map([[webhook.id, 4]]) })).length, 0);
+      assert.equal((await claim(worker, 15, { uncounted: () => new Map([[webhook.id + 1, 4]]) })).length, 0);
       const { rows } = await ctx.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE status = 'delivering'`);
       assert.equal(rows[0]!.n, 14);
     } finally {

@@ -14,6 +14,7 @@ import { pruneExpiredPortalRecords } from '../portal/portal-links.repository.js'
 import type { Metrics } from './metrics.js';
 import { disableFailingWebhooks } from './webhook-health.js';
 import { QueueVacuum } from './queue-vacuum.js';
+import { ReadyQueue } from './ready-queue.js';
 
 export interface WorkerDeps {
   config: Config;
@@ -32,6 +33,9 @@ export interface DeliveryWorker {
 }
 
 const MAINTENANCE_INTERVAL_MS = 15 * 60_000;
+
+/** A claimed delivery's send starts at least this long before its lease runs out (and DELIVERY_TIMEOUT_MS more). */
+const LEASE_MARGIN_MS = 1000;
 
 /**
  * While sends are in flight each of them wakes the worker when it ends, and every wake claims what
@@ -60,10 +64,10 @@ export async function startDeliveryWorker(deps: WorkerDeps): Promise<DeliveryWor
 }
 
 class WorkerLoop {
-  /** Every claimed delivery until its attempt is recorded. */
+  /** Every delivery whose send started, until its attempt is recorded. */
   private readonly inFlight = new Set<Promise<void>>();
-  /** Claimed deliveries whose send is not over: what DELIVERY_CONCURRENCY bounds. */
-  private sending = 0;
+  /** Claimed deliveries until their send starts, and the sends in progress: what the caps bound. */
+  private readonly ready: ReadyQueue;
   /** Per webhook, this worker's deliveries that were sent and wait for their attempt to be recorded. */
   private readonly settling = new Map<number, number>();
   /** When scheduleNextDue last ran (Date.now()). */
@@ -86,6 +90,14 @@ class WorkerLoop {
     private readonly deps: WorkerDeps,
   ) {
     this.vacuum = new QueueVacuum(deps.db, deps.logger);
+    const { config } = deps;
+    this.ready = new ReadyQueue({
+      concurrency: config.DELIVERY_CONCURRENCY,
+      perWebhookLimit: config.DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK,
+      tenantShare: config.DELIVERY_TENANT_SHARE,
+      // A send that starts later than this could outlast the lease (and be sent twice).
+      maxWaitMs: Math.max(0, config.DELIVERY_LEASE_SECONDS * 1000 - config.DELIVERY_TIMEOUT_MS - LEASE_MARGIN_MS),
+    });
   }
 
   async start(): Promise<void> {
@@ -127,14 +139,24 @@ class WorkerLoop {
   }
 
   /**
-   * A slot frees up when its send is over, not when its attempt is recorded: recording is batched
-   * and would otherwise hold every slot for a batch's round trip. What waits to be recorded is
-   * bounded too (another DELIVERY_CONCURRENCY), should the database fall behind. Rows a claim in
-   * progress has taken count as sending.
+   * What a claim may take: up to DELIVERY_CONCURRENCY deliveries waiting for a slot (ready-queue.ts),
+   * besides the sends in progress. A slot frees up when its send is over, not when its attempt is
+   * recorded: recording is batched and would otherwise hold every slot for a batch's round trip.
+   * What waits to be recorded is bounded too (another DELIVERY_CONCURRENCY), should the database
+   * fall behind. Rows a claim in progress has taken count as waiting.
    */
   private freeSlots(): number {
     const { config } = this.deps;
-    return Math.min(config.DELIVERY_CONCURRENCY - this.sending, 2 * config.DELIVERY_CONCURRENCY - this.inFlight.size) - this.taken;
+    // Without look-ahead (a lease too short for a delivery to wait), the sends count too.
+    const waiting = this.ready.size + this.taken + (this.ready.looksAhead ? 0 : this.ready.sending);
+    return Math.min(config.DELIVERY_CONCURRENCY - waiting, 2 * config.DELIVERY_CONCURRENCY - this.inFlight.size - waiting);
+  }
+
+  /** The leases the claim leaves out of its caps: sends in progress and sends waiting for their record. */
+  private uncounted(): Map<number, number> {
+    const counts = new Map(this.settling);
+    if (this.ready.looksAhead) for (const [webhookId, n] of this.ready.sendingPerWebhook()) counts.set(webhookId, (counts.get(webhookId) ?? 0) + n);
+    return counts;
   }
 
   private async round(): Promise<void> {
@@ -143,18 +165,18 @@ class WorkerLoop {
     try {
       // The free slots are counted once this claim holds the claim lock, when the other claim in
       // progress has taken its rows (onTaken runs before that claim commits and lets this one read).
-      const claimed = await claim(
-        this.deliverer,
-        () => (offered = this.freeSlots()),
-        this.settling,
-        (count) => {
+      const claimed = await claim(this.deliverer, () => (offered = this.freeSlots()), {
+        uncounted: () => this.uncounted(),
+        onTaken: (count) => {
           taken = count;
           this.taken += count;
         },
-      );
+        onOtherLeases: (others) => this.ready.setOtherLeases(others),
+      });
       this.taken -= taken;
       taken = 0;
-      for (const delivery of claimed) this.send(delivery);
+      this.ready.add(claimed, performance.now());
+      this.startSends();
       // A full batch may mean more is due right away; otherwise sleep until the next due time.
       if (claimed.length > 0 && claimed.length === offered) this.again = true;
       else if (this.inFlight.size === 0 || Date.now() - this.nextDueCheckedAt >= NEXT_DUE_RECHECK_MS) await this.scheduleNextDue();
@@ -165,14 +187,26 @@ class WorkerLoop {
     }
   }
 
+  /** Starts the sends the caps allow now; gives back what waited too long. */
+  private startSends(): void {
+    if (this.stopping) return;
+    const { send, expired } = this.ready.take(performance.now());
+    for (const delivery of send) this.send(delivery);
+    if (expired.length === 0) return;
+    const { db, clock, logger } = this.deps;
+    releaseClaims(db, this.deliverer.workerId, clockOffsetMs(clock), expired.map((delivery) => delivery.id)).catch((error: unknown) =>
+      logger.warn({ err: error }, 'giving back deliveries that waited too long failed; they return after the lease'),
+    );
+  }
+
   private send(delivery: ClaimedDelivery): void {
     const webhookId = delivery.webhook_id;
     let sent = false;
-    this.sending += 1;
     const onSent = () => {
       sent = true;
-      this.sending -= 1;
+      this.ready.finished(delivery);
       this.settling.set(webhookId, (this.settling.get(webhookId) ?? 0) + 1);
+      this.startSends();
       this.wake();
     };
     const task: Promise<void> = deliverClaimed(this.deliverer, delivery, this.shutdown.signal, onSent)
@@ -181,7 +215,7 @@ class WorkerLoop {
         (error: unknown) => this.deps.logger.error({ err: error, deliveryId: delivery.id }, 'recording a delivery attempt failed'),
       )
       .finally(() => {
-        if (!sent) this.sending -= 1;
+        if (!sent) this.ready.finished(delivery);
         else if (this.settling.get(webhookId) === 1) this.settling.delete(webhookId);
         else this.settling.set(webhookId, this.settling.get(webhookId)! - 1);
         this.inFlight.delete(task);
@@ -235,6 +269,8 @@ class WorkerLoop {
     await this.unlisten?.().catch(() => {});
     // Let a claim round in progress finish so that its claims are counted below.
     while (this.claims > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    // What waits for a slot is not sent: it goes back with the other claims below.
+    this.ready.clear();
 
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<void>((resolve) => (timer = setTimeout(resolve, config.SHUTDOWN_TIMEOUT_MS)));

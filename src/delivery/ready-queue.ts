@@ -1,0 +1,122 @@
+import type { ClaimedDelivery, OtherLeases } from './claim.js';
+import { tenantCap } from './fair-share.js';
+
+export interface SendCaps {
+  /** DELIVERY_CONCURRENCY: sends at once in this worker. */
+  concurrency: number;
+  /** DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK, over all workers. */
+  perWebhookLimit: number;
+  /** DELIVERY_TENANT_SHARE, of this worker's slots and of all workers'. */
+  tenantShare: number;
+  /**
+   * How long a claimed delivery may wait here: after that its lease could run out during its send.
+   * 0 when the lease is too short to wait at all: the worker then claims only what it can send.
+   */
+  maxWaitMs: number;
+}
+
+interface Waiting {
+  delivery: ClaimedDelivery;
+  claimedAt: number;
+}
+
+/**
+ * A worker's claimed deliveries until their sends start. The claim leaves the worker's sends out of
+ * its caps (ClaimOptions.uncounted) and so takes, besides what can go at once, the deliveries that
+ * are to go when the sends in progress end: a slot that frees is refilled here, at once, rather than
+ * by the next claim (which is a few milliseconds away, every one of them a slot left idle).
+ *
+ * The caps then hold at the start of each send, over what the worker's last claim read of the other
+ * workers' leases: a webhook's sends here stay within perWebhookLimit less the other workers' leases
+ * on it, a tenant's within its share of this worker's slots and of all workers' less the other
+ * workers' leases of the tenant. Another worker counts all of this worker's leases, waiting ones
+ * included, so over all workers a webhook never has more than perWebhookLimit sends at once.
+ */
+export class ReadyQueue {
+  private waiting: Waiting[] = [];
+  private others: OtherLeases = { webhooks: new Map(), tenants: new Map(), workers: 1 };
+  private readonly byWebhook = new Map<number, number>();
+  private readonly byTenant = new Map<string, number>();
+  /** Sends in progress. */
+  sending = 0;
+
+  constructor(private readonly caps: SendCaps) {}
+
+  /** Whether claimed deliveries may wait for a slot (the claim then looks ahead: ClaimOptions.uncounted). */
+  get looksAhead(): boolean {
+    return this.caps.maxWaitMs > 0;
+  }
+
+  /** Deliveries waiting for a send slot. */
+  get size(): number {
+    return this.waiting.length;
+  }
+
+  /** Sends in progress per webhook: what the claim leaves out of its caps (with what waits to be recorded). */
+  sendingPerWebhook(): ReadonlyMap<number, number> {
+    return this.byWebhook;
+  }
+
+  add(deliveries: readonly ClaimedDelivery[], now: number): void {
+    for (const delivery of deliveries) this.waiting.push({ delivery, claimedAt: now });
+  }
+
+  setOtherLeases(others: OtherLeases): void {
+    this.others = others;
+  }
+
+  /**
+   * The deliveries to send now, oldest claim first, counted as sending from here on; and those that
+   * waited past maxWaitMs, to give back (their lease may not outlast a send any more).
+   */
+  take(now: number): { send: ClaimedDelivery[]; expired: ClaimedDelivery[] } {
+    const send: ClaimedDelivery[] = [];
+    const expired: ClaimedDelivery[] = [];
+    const kept: Waiting[] = [];
+    for (const entry of this.waiting) {
+      const { delivery } = entry;
+      // Past its wait a delivery is not sent (its lease could run out during the send); a worker
+      // that does not look ahead sends what it claimed at once or hands it back.
+      const late = now - entry.claimedAt > this.caps.maxWaitMs;
+      if ((!late || !this.looksAhead) && this.sending < this.caps.concurrency && this.hasRoom(delivery)) {
+        this.count(delivery, 1);
+        send.push(delivery);
+      } else if (late) expired.push(delivery);
+      else kept.push(entry);
+    }
+    this.waiting = kept;
+    return { send, expired };
+  }
+
+  /** A send taken from here is over. */
+  finished(delivery: ClaimedDelivery): void {
+    this.count(delivery, -1);
+  }
+
+  /** Empties the queue (shutdown): the deliveries' leases are given back with the worker's others. */
+  clear(): void {
+    this.waiting = [];
+  }
+
+  private hasRoom({ webhook_id: webhookId, tenant }: ClaimedDelivery): boolean {
+    const { perWebhookLimit, concurrency, tenantShare } = this.caps;
+    if ((this.byWebhook.get(webhookId) ?? 0) >= perWebhookLimit - (this.others.webhooks.get(webhookId) ?? 0)) return false;
+    const tenantRoom = Math.min(
+      tenantCap(concurrency, tenantShare),
+      tenantCap(concurrency * this.others.workers, tenantShare) - (this.others.tenants.get(tenant) ?? 0),
+    );
+    return (this.byTenant.get(tenant) ?? 0) < tenantRoom;
+  }
+
+  private count({ webhook_id: webhookId, tenant }: ClaimedDelivery, by: 1 | -1): void {
+    this.sending += by;
+    adjust(this.byWebhook, webhookId, by);
+    adjust(this.byTenant, tenant, by);
+  }
+}
+
+function adjust<K>(counts: Map<K, number>, key: K, by: number): void {
+  const n = (counts.get(key) ?? 0) + by;
+  if (n === 0) counts.delete(key);
+  else counts.set(key, n);
+}
