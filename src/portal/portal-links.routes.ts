@@ -58,6 +58,10 @@ export const portalLinkRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (a
       if (principal.userId === null) throw new AppError('forbidden', 'Portal links are made by users, not API keys.');
       await assertMarketplaceAccess(db, principal, marketplaceCode);
       const sellerId = request.body.seller_id === undefined ? null : Number(request.body.seller_id);
+      // The schema bounds the number; its decimal text (up to ten digits) only here.
+      if (sellerId !== null && sellerId > MAX_INT32) {
+        throw new AppError('validation_failed', `body.seller_id: must be at most ${MAX_INT32}`, { errors: [{ field: 'body.seller_id', message: `must be at most ${MAX_INT32}` }] });
+      }
       if (sellerId !== null && !(await isSellerConnected(db, String(sellerId), marketplaceCode))) {
         throw new AppError('validation_failed', `body.seller_id: seller ${sellerId} is not connected to marketplace ${marketplaceCode}`, {
           errors: [{ field: 'body.seller_id', message: `is not connected to marketplace ${marketplaceCode}` }],

@@ -104,6 +104,10 @@ describe('portal sessions, links and page security', () => {
     assert.equal(notConnected.statusCode, 400);
     assert.deepEqual(notConnected.json().errors.map((error: { field: string }) => error.field), ['body.seller_id']);
     assert.equal((await createLink(marketplace, { seller_id: 'x' })).statusCode, 400);
+    // Ten digits as text, past the largest seller id: refused as input, not a database error.
+    const tooLarge = await createLink(marketplace, { seller_id: '8320850370' });
+    assert.equal(tooLarge.statusCode, 400, tooLarge.body);
+    assert.deepEqual(tooLarge.json().errors.map((error: { field: string }) => error.field), ['body.seller_id']);
 
     const created = await createLink(marketplace, { seller_id: 2 });
     assert.equal(created.statusCode, 201, created.body);
