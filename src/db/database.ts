@@ -24,13 +24,15 @@ export interface Queryable {
 export interface Database extends Queryable {
   /**
    * Runs `work` in one transaction; commits when it resolves, rolls back when it throws.
-   * `advisoryLock`: a transaction-level advisory lock taken with BEGIN, in the same round trip.
+   * `prelude`: statements without parameters that run right after BEGIN, in the same round trip
+   * (the locks a hot transaction takes first). Not parameters: built from constants and checked
+   * numbers only.
    * `settings`: SET LOCAL for this transaction, sent with BEGIN too. `synchronous_commit: 'off'`
    * makes COMMIT return before its WAL reaches the disk, so a crash of the database server may undo
    * it (never partly): only for changes that a crash may undo without losing anything, the delivery
    * engine's leases and attempt records (docs/delivery.md).
    */
-  transaction<T>(work: (tx: Queryable) => Promise<T>, options?: { advisoryLock?: number; settings?: Record<string, string> }): Promise<T>;
+  transaction<T>(work: (tx: Queryable) => Promise<T>, options?: { prelude?: string; settings?: Record<string, string> }): Promise<T>;
   /** LISTEN on a channel; resolves to a function that stops listening. */
   listen(channel: string, onNotification: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;

@@ -65,18 +65,17 @@ export function openPostgres(options: PostgresOptions): Database {
 
   return {
     ...queryable(pool),
-    async transaction(work, { advisoryLock: lock, settings = {} } = {}) {
-      // A hot transaction that starts with settings and a lock (the delivery claim) saves round
-      // trips: the statements go in one simple query. The key is a number and the settings are
-      // words, checked as such.
-      if (lock !== undefined && !Number.isSafeInteger(lock)) throw new TypeError('advisoryLock must be an integer');
+    async transaction(work, { prelude, settings = {} } = {}) {
+      // A hot transaction that starts with settings and a lock (the delivery claim, a completion)
+      // saves round trips: the statements go in one simple query. The settings are words, checked
+      // as such; the prelude is the caller's (see Database.transaction).
       for (const [name, value] of Object.entries(settings)) {
         if (!/^[a-z_]+$/.test(name) || !/^[a-z0-9_]+$/.test(value)) throw new TypeError(`not a setting: ${name} = ${value}`);
       }
       const begin = [
         'BEGIN',
         ...Object.entries(settings).map(([name, value]) => `SET LOCAL ${name} = ${value}`),
-        ...(lock === undefined ? [] : [`SELECT pg_advisory_xact_lock(${lock})`]),
+        ...(prelude === undefined ? [] : [prelude]),
       ].join('; ');
       const client = await guard(() => pool.connect());
       let broken: Error | undefined;

@@ -124,7 +124,7 @@ export async function claimDueDeliveries(db: Database, options: ClaimOptions): P
     options.onTaken?.(deliveries.length);
     return deliveries;
   }, {
-    advisoryLock: CLAIM_LOCK,
+    prelude: `SELECT pg_advisory_xact_lock(${CLAIM_LOCK})`,
     settings: {
       // A lease that a crash of the database undoes is harmless: the row is due again, and the
       // worst outcome is the notification sent twice (at-least-once, docs/delivery.md).

@@ -1,6 +1,6 @@
 import type { Database, Queryable } from '../db/database.js';
 import { dbNow } from './database-clock.js';
-import { disableGoneWebhook, noteWebhookFailure, noteWebhookSuccess } from './webhook-health.js';
+import { disableGoneWebhook, noteWebhookFailure } from './webhook-health.js';
 
 export type AttemptOutcome =
   | { kind: 'succeeded' }
@@ -41,16 +41,18 @@ const STATUS_AFTER: Record<AttemptOutcome['kind'], string> = { succeeded: 'succe
 
 /**
  * Records many finished attempts in one transaction, taking locks in the one order every writer of
- * webhooks and deliveries follows (webhook rows first, by id; then deliveries): see lockWebhooks.
+ * webhooks and deliveries follows (webhook rows first, by id; then deliveries): see
+ * lockWebhooksFirst. Three round trips in the common case (every webhook's latest outcome a
+ * success): BEGIN with the lock, the record, COMMIT.
  */
 export async function completeAttempts(db: Database, records: readonly AttemptRecord[], options: CompletionOptions): Promise<CompletionResult> {
   if (records.length === 0) return { recorded: new Set(), disabledWebhooks: new Set() };
   return db.transaction(async (tx) => {
-    await lockWebhooks(tx, records.map((record) => record.webhookId));
     const recorded = await recordAttempts(tx, records, options);
-    const disabledWebhooks = await updateWebhookHealth(tx, records.filter((record) => recorded.has(record.deliveryId)), options);
+    const disabledWebhooks = await noteFailures(tx, records.filter((record) => recorded.has(record.deliveryId)), options);
     return { recorded, disabledWebhooks };
   }, {
+    prelude: lockWebhooksFirst(records.map((record) => record.webhookId)),
     // An attempt record that a crash of the database undoes leaves its delivery leased: it is sent
     // again once the lease expires (at-least-once, docs/delivery.md); nothing is lost.
     settings: { synchronous_commit: 'off' },
@@ -59,25 +61,32 @@ export async function completeAttempts(db: Database, records: readonly AttemptRe
 
 /**
  * Webhook rows first, in id order: DELETE of a webhook locks its row and then its deliveries
- * (cascade), so a completion that locked deliveries first and then the webhook could deadlock with
- * it. FOR NO KEY UPDATE is what the health update needs anyway; the intake's foreign-key checks
- * (FOR KEY SHARE) do not wait on it. A webhook deleted meanwhile is simply not found, and its
- * deliveries are gone: recordAttempts then changes nothing for them.
+ * (cascade), so a completion that locked deliveries first and then the webhook (the foreign-key
+ * check of a row moving partitions, the health update) could deadlock with it. FOR NO KEY UPDATE is
+ * what the health update needs anyway; the intake's foreign-key checks (FOR KEY SHARE) do not wait
+ * on it. A webhook deleted meanwhile is simply not found, and its deliveries are gone:
+ * recordAttempts then changes nothing for them. Sent with BEGIN (a transaction prelude), so the
+ * ids are written into the statement: integers, checked as such.
  */
-export async function lockWebhooks(tx: Queryable, webhookIds: readonly number[]): Promise<void> {
-  await tx.query(`SELECT id FROM webhooks WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE`, [[...new Set(webhookIds)]], { prepare: true });
+function lockWebhooksFirst(webhookIds: readonly number[]): string {
+  const ids = [...new Set(webhookIds)];
+  if (!ids.every(Number.isSafeInteger)) throw new TypeError('webhook ids must be integers');
+  return `SELECT id FROM webhooks WHERE id IN (${ids.join(', ')}) ORDER BY id FOR NO KEY UPDATE`;
 }
 
 /**
  * One statement for the whole batch: moves each delivery on and inserts its attempt, for the rows
  * this worker still holds (leased_by and status checked in the UPDATE itself): a worker whose lease
- * expired, or whose delivery was deleted with its webhook, changes nothing.
+ * expired, or whose delivery was deleted with its webhook, changes nothing. And the success half of
+ * the webhooks' health (webhook-health.ts): per webhook, its latest recorded outcome decides, and a
+ * success clears the failing state; written only when that changes something or last_success_at is
+ * a minute old, not on every notification. Failures are noted after (noteFailures).
  */
 async function recordAttempts(tx: Queryable, records: readonly AttemptRecord[], options: CompletionOptions): Promise<Set<number>> {
   const { rows } = await tx.query<{ id: number }>(
     `WITH input AS (
        SELECT * FROM unnest($3::bigint[], $4::text[], $5::int[], $6::text[], $7::double precision[], $8::timestamptz[], $9::int[], $10::text[], $11::jsonb[])
-                AS i(id, status, status_code, error, delay_ms, started_at, duration_ms, response_body, request_headers)
+                WITH ORDINALITY AS i(id, status, status_code, error, delay_ms, started_at, duration_ms, response_body, request_headers, n)
      ),
      moved AS (
        UPDATE deliveries d
@@ -94,7 +103,15 @@ async function recordAttempts(tx: Queryable, records: readonly AttemptRecord[], 
         -- = ANY($3) as well as the join: the rows are then found by primary key whatever the
         -- planner's statistics say about the size of the batch or of the table.
         WHERE d.id = ANY($3::bigint[]) AND d.id = i.id AND d.leased_by = $1 AND d.status = 'delivering'
-        RETURNING d.id, d.attempts
+        RETURNING d.id, d.attempts, d.webhook_id
+     ),
+     succeeded AS (
+       UPDATE webhooks w SET last_success_at = ${dbNow(2)}, failing_since = NULL
+         FROM (SELECT DISTINCT ON (m.webhook_id) m.webhook_id, i.status
+                 FROM moved m JOIN input i ON i.id = m.id
+                ORDER BY m.webhook_id, i.n DESC) latest
+        WHERE w.id = latest.webhook_id AND latest.status = 'succeeded'
+          AND (w.failing_since IS NOT NULL OR w.last_success_at IS NULL OR w.last_success_at < ${dbNow(2)} - interval '1 minute')
      )
      INSERT INTO delivery_attempts (delivery_id, attempt, started_at, duration_ms, status_code, error, response_body, request_headers)
      SELECT m.id, m.attempts, i.started_at, i.duration_ms, i.status_code, i.error, i.response_body, i.request_headers
@@ -120,14 +137,13 @@ async function recordAttempts(tx: Queryable, records: readonly AttemptRecord[], 
 }
 
 /**
- * Per webhook of the batch, its latest recorded outcome decides: a success clears the failing
- * state, 410 Gone disables it, any other failure starts or continues the failing period.
+ * Per webhook of the batch, its latest recorded outcome decides: 410 Gone disables it, any other
+ * failure starts or continues the failing period (a success was noted by recordAttempts).
  */
-async function updateWebhookHealth(tx: Queryable, recorded: readonly AttemptRecord[], options: CompletionOptions): Promise<Set<number>> {
+async function noteFailures(tx: Queryable, recorded: readonly AttemptRecord[], options: CompletionOptions): Promise<Set<number>> {
   const latest = new Map<number, AttemptOutcome['kind']>();
   for (const record of recorded) latest.set(record.webhookId, record.outcome.kind);
   const ids = (kind: (outcome: AttemptOutcome['kind']) => boolean) => [...latest].filter(([, outcome]) => kind(outcome)).map(([id]) => id).sort((a, b) => a - b);
-  await noteWebhookSuccess(tx, ids((outcome) => outcome === 'succeeded'), options.clockOffsetMs);
   const gone = await disableGoneWebhook(tx, ids((outcome) => outcome === 'gone'), options.clockOffsetMs);
   const failing = await noteWebhookFailure(tx, ids((outcome) => outcome === 'retry' || outcome === 'failed'), options.clockOffsetMs, options.disableAfterDays);
   return new Set([...gone, ...failing]);

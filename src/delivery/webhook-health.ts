@@ -5,23 +5,16 @@ import { dbNow } from './database-clock.js';
 const GONE: DisabledReason = 'receiver_gone';
 const FAILING: DisabledReason = 'failing_too_long';
 
-/**
+/*
  * The state a webhook keeps about its receiver: when it last succeeded and since when it has been
  * failing without a success. A webhook failing for DELIVERY_DISABLE_AFTER_DAYS is disabled, so that
  * a receiver gone for good stops costing retries; PATCH {active: true} turns it back on.
+ *
+ * The functions below run once per batch of completions, on the webhooks of that batch (the
+ * success half is in the completion's own statement, complete.ts): they write only when the state
+ * changes, not on every notification. Times come from the database clock (database-clock.ts); the
+ * caller already holds the webhooks' rows (lockWebhooksFirst).
  */
-// These run once per batch of completions, on the webhooks of that batch: they write only when the
-// state changes (or last_success_at is a minute old), not on every notification. Times come from
-// the database clock (database-clock.ts); the caller already holds the webhooks' rows (lockWebhooks).
-export async function noteWebhookSuccess(db: Queryable, webhookIds: readonly number[], clockOffsetMs: number): Promise<void> {
-  if (webhookIds.length === 0) return;
-  await db.query(
-    `UPDATE webhooks SET last_success_at = ${dbNow(2)}, failing_since = NULL
-      WHERE id = ANY($1::bigint[]) AND (failing_since IS NOT NULL OR last_success_at IS NULL OR last_success_at < ${dbNow(2)} - interval '1 minute')`,
-    [webhookIds, clockOffsetMs],
-    { prepare: true },
-  );
-}
 
 /** Returns the ids of the webhooks this failure disabled. */
 export async function noteWebhookFailure(db: Queryable, webhookIds: readonly number[], clockOffsetMs: number, disableAfterDays: number): Promise<number[]> {

@@ -280,6 +280,29 @@ describe('delivery worker: sending, signing, retries', () => {
     }
   });
 
+  test("a batch's latest recorded outcome per webhook sets its health; an attempt not recorded counts for nothing", async () => {
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
+    await ctx.db.query(`UPDATE webhooks SET failing_since = now() - interval '1 hour' WHERE id = $1`, [webhook.id]);
+    for (let n = 0; n < 3; n++) await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
+    const [first, second, third] = await claim(deliverer, 3);
+    const record = (id: number, statusCode: number) => ({
+      deliveryId: id, webhookId: webhook.id, startedAt: ctx.clock.now(), durationMs: 1, statusCode, error: null, responseBody: null,
+      outcome: statusCode === 200 ? { kind: 'succeeded' as const } : { kind: 'retry' as const, delayMs: 60_000 },
+    });
+    const complete = (records: ReturnType<typeof record>[]) => completeAttempts(ctx.db, records, { workerId: deliverer.workerId, clockOffsetMs: clockOffsetMs(ctx.clock), disableAfterDays: 5 });
+    const health = async () => (await ctx.db.query<{ last_success_at: Date | null; failing_since: Date | null }>(`SELECT last_success_at, failing_since FROM webhooks WHERE id = $1`, [webhook.id])).rows[0]!;
+
+    await complete([record(first!.id, 200), record(second!.id, 500)]);
+    assert.notEqual((await health()).failing_since, null, 'the latest outcome, a failure, decides');
+    assert.equal((await health()).last_success_at, null);
+    // first is recorded already: this worker no longer holds it, so its success changes nothing.
+    assert.equal((await complete([record(first!.id, 200)])).recorded.size, 0);
+    assert.notEqual((await health()).failing_since, null);
+    await complete([record(third!.id, 200)]);
+    assert.equal((await health()).failing_since, null, 'a success clears the failing state');
+    assert.ok((await health()).last_success_at);
+  });
+
   test('at most DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK per webhook are claimed, so a slow webhook leaves room for others', async () => {
     const local = await createTestApp({ DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK: '2' });
     const worker = createDeliverer({ ...local, workerId: 'w1' });
