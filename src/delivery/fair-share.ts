@@ -1,5 +1,7 @@
 /**
- * The fairness rule of the claim, as a pure function over what the database reported:
+ * The fairness rule of the claim, as a pure function over what the database reported. "In flight"
+ * is the live leases the claim counts: all of the other workers', and of this worker's those not
+ * left out (ClaimOptions.uncounted: its sends, whose caps it enforces as each starts, ready-queue.ts):
  * - a tenant (the owner of the webhooks: one seller, one marketplace, or the admins) holds at most
  *   `share` of this worker's slots and at most `share` of the slots of all live workers;
  * - a webhook holds at most `perWebhookLimit` deliveries in flight over all workers;
