@@ -29,6 +29,11 @@ export function serviceEnv(db: BenchDatabase, port: number, extra: Record<string
   };
 }
 
+/** BENCH_NODE_ARGS: Node flags for every service process (a CPU profile, GC tracing), split on spaces. */
+function nodeArgs(): string[] {
+  return (process.env.BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+}
+
 /** The real service, `node dist/src/main.js serve`, as a separate process. */
 export class Service {
   /** Wall time between spawn() and the first /readyz 200 (undefined for a worker-only process). */
@@ -67,7 +72,7 @@ export class Service {
     const logPath = join(db.dataDir, `service-${role}-${port}.log`);
     const log = openSync(logPath, 'a');
     const startedAt = wallNow();
-    const child = spawn(process.execPath, [MAIN, 'serve', '--role', role], {
+    const child = spawn(process.execPath, [...nodeArgs(), MAIN, 'serve', '--role', role], {
       env: { PATH: process.env.PATH ?? '', ...serviceEnv(db, port, options.env) },
       stdio: ['ignore', log, log],
     });

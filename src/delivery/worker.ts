@@ -165,6 +165,8 @@ class WorkerLoop {
     try {
       // The free slots are counted once this claim holds the claim lock, when the other claim in
       // progress has taken its rows (onTaken runs before that claim commits and lets this one read).
+      // The rows' wait for a slot counts from before the claim: their leases start within it.
+      const claimStarted = performance.now();
       const claimed = await claim(this.deliverer, () => (offered = this.freeSlots()), {
         uncounted: () => this.uncounted(),
         onTaken: (count) => {
@@ -175,7 +177,7 @@ class WorkerLoop {
       });
       this.taken -= taken;
       taken = 0;
-      this.ready.add(claimed, performance.now());
+      this.ready.add(claimed, claimStarted);
       this.startSends();
       // A full batch may mean more is due right away; otherwise sleep until the next due time.
       if (claimed.length > 0 && claimed.length === offered) this.again = true;
