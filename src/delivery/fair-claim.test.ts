@@ -124,7 +124,7 @@ describe('fair claiming between tenants and workers', () => {
     const ready = new ReadyQueue({ concurrency: 20, perWebhookLimit: 10, tenantShare: 0.5, maxWaitMs: 60_000 });
     // What the worker loop does: its sends are left out of the claim's caps, the other leases noted.
     const claimInto = async () => {
-      ready.add(await claim(worker, 15, { uncounted: () => ready.sendingPerWebhook(), onOtherLeases: (others) => ready.setOtherLeases(others) }), 0);
+      ready.add(await claim(worker, 15, { uncounted: () => ready.lookAhead(0), onOtherLeases: (others) => ready.setOtherLeases(others) }), 0);
       return ready.take(0).send.length;
     };
     try {

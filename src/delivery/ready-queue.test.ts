@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { ClaimedDelivery } from './claim.js';
-import { ReadyQueue } from './ready-queue.js';
+import { ReadyQueue, RECENT_SEND_MS } from './ready-queue.js';
 
 let nextId = 1;
 const delivery = (webhookId: number, tenant = 'seller:1'): ClaimedDelivery => ({
@@ -34,7 +34,7 @@ describe('the ready queue: the caps hold at the start of each send', () => {
     assert.deepEqual(queue.take(1).send, [], 'nothing more while the three are out');
     queue.finished(claimed[1]!);
     assert.deepEqual(ids(queue.take(2).send), [claimed[3]!.id]);
-    assert.deepEqual(queue.sendingPerWebhook(), new Map([[1, 3]]));
+    assert.deepEqual(queue.lookAhead(2), new Map([[1, 3]]));
   });
 
   test("another worker's leases on a webhook or a tenant leave this worker that much less", () => {
@@ -49,6 +49,14 @@ describe('the ready queue: the caps hold at the start of each send', () => {
     const { send } = other.take(0);
     assert.equal(send.filter((d) => d.tenant === 'seller:2').length, 3);
     assert.equal(send.filter((d) => d.tenant === 'seller:3').length, 5);
+  });
+
+  test('the claim looks ahead of recent sends only: a slow send gets nothing claimed behind it', () => {
+    const queue = new ReadyQueue(caps);
+    queue.add([...many(2, 1), ...many(1, 2)], 0);
+    queue.take(0);
+    assert.deepEqual(queue.lookAhead(RECENT_SEND_MS - 1), new Map([[1, 2], [2, 1]]));
+    assert.deepEqual(queue.lookAhead(RECENT_SEND_MS), new Map(), 'a second on: slow sends, counted in the caps again');
   });
 
   test('at most `concurrency` sends at once over all webhooks', () => {

@@ -1,6 +1,18 @@
 import type { ClaimedDelivery, OtherLeases } from './claim.js';
 import { tenantCap } from './fair-share.js';
 
+/**
+ * A send older than this is slow: the claim takes nothing ahead of it (lookAhead), so that nothing
+ * waits behind a slow or hanging receiver, holding leases that other workers count.
+ */
+export const RECENT_SEND_MS = 1000;
+
+/**
+ * The longest a claimed delivery waits for its slot: about what a send already under way may take
+ * after its webhook is paused or deleted, not the minute of its lease.
+ */
+export const MAX_WAIT_MS = 2000;
+
 export interface SendCaps {
   /** DELIVERY_CONCURRENCY: sends at once in this worker. */
   concurrency: number;
@@ -37,6 +49,8 @@ export class ReadyQueue {
   private others: OtherLeases = { webhooks: new Map(), tenants: new Map(), workers: 1 };
   private readonly byWebhook = new Map<number, number>();
   private readonly byTenant = new Map<string, number>();
+  /** When each send in progress started. */
+  private readonly started = new Map<ClaimedDelivery, number>();
   /** Sends in progress. */
   sending = 0;
 
@@ -52,9 +66,16 @@ export class ReadyQueue {
     return this.waiting.length;
   }
 
-  /** Sends in progress per webhook: what the claim leaves out of its caps (with what waits to be recorded). */
-  sendingPerWebhook(): ReadonlyMap<number, number> {
-    return this.byWebhook;
+  /**
+   * The sends the claim may take deliveries ahead of, per webhook: those that began less than
+   * RECENT_SEND_MS ago. The claim leaves them out of its caps (with what waits to be recorded).
+   */
+  lookAhead(now: number): Map<number, number> {
+    const counts = new Map<number, number>();
+    for (const [delivery, at] of this.started) {
+      if (now - at < RECENT_SEND_MS) counts.set(delivery.webhook_id, (counts.get(delivery.webhook_id) ?? 0) + 1);
+    }
+    return counts;
   }
 
   add(deliveries: readonly ClaimedDelivery[], now: number): void {
@@ -79,6 +100,7 @@ export class ReadyQueue {
       // that does not look ahead sends what it claimed at once or hands it back.
       const late = now - entry.claimedAt > this.caps.maxWaitMs;
       if ((!late || !this.looksAhead) && this.sending < this.caps.concurrency && this.hasRoom(delivery)) {
+        this.started.set(delivery, now);
         this.count(delivery, 1);
         send.push(delivery);
       } else if (late) expired.push(delivery);
@@ -90,6 +112,7 @@ export class ReadyQueue {
 
   /** A send taken from here is over. */
   finished(delivery: ClaimedDelivery): void {
+    this.started.delete(delivery);
     this.count(delivery, -1);
   }
 

@@ -14,7 +14,7 @@ import { pruneExpiredPortalRecords } from '../portal/portal-links.repository.js'
 import type { Metrics } from './metrics.js';
 import { disableFailingWebhooks } from './webhook-health.js';
 import { QueueVacuum } from './queue-vacuum.js';
-import { ReadyQueue } from './ready-queue.js';
+import { MAX_WAIT_MS, ReadyQueue } from './ready-queue.js';
 
 export interface WorkerDeps {
   config: Config;
@@ -95,8 +95,8 @@ class WorkerLoop {
       concurrency: config.DELIVERY_CONCURRENCY,
       perWebhookLimit: config.DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK,
       tenantShare: config.DELIVERY_TENANT_SHARE,
-      // A send that starts later than this could outlast the lease (and be sent twice).
-      maxWaitMs: Math.max(0, config.DELIVERY_LEASE_SECONDS * 1000 - config.DELIVERY_TIMEOUT_MS - LEASE_MARGIN_MS),
+      // And a send that starts later than the lease allows could outlast it (and be sent twice).
+      maxWaitMs: Math.max(0, Math.min(MAX_WAIT_MS, config.DELIVERY_LEASE_SECONDS * 1000 - config.DELIVERY_TIMEOUT_MS - LEASE_MARGIN_MS)),
     });
   }
 
@@ -152,10 +152,10 @@ class WorkerLoop {
     return Math.min(config.DELIVERY_CONCURRENCY - waiting, 2 * config.DELIVERY_CONCURRENCY - this.inFlight.size - waiting);
   }
 
-  /** The leases the claim leaves out of its caps: sends in progress and sends waiting for their record. */
+  /** The leases the claim leaves out of its caps: recent sends (ReadyQueue.lookAhead) and sends waiting for their record. */
   private uncounted(): Map<number, number> {
     const counts = new Map(this.settling);
-    if (this.ready.looksAhead) for (const [webhookId, n] of this.ready.sendingPerWebhook()) counts.set(webhookId, (counts.get(webhookId) ?? 0) + n);
+    if (this.ready.looksAhead) for (const [webhookId, n] of this.ready.lookAhead(performance.now())) counts.set(webhookId, (counts.get(webhookId) ?? 0) + n);
     return counts;
   }
 
