@@ -21,8 +21,9 @@ export interface SendCaps {
   /** DELIVERY_TENANT_SHARE, of this worker's slots and of all workers'. */
   tenantShare: number;
   /**
-   * How long a claimed delivery may wait here: after that its lease could run out during its send.
-   * 0 when the lease is too short to wait at all: the worker then claims only what it can send.
+   * How long a claimed delivery may wait here: MAX_WAIT_MS, or less when its lease could otherwise
+   * run out during its send. 0 when the lease is too short to wait at all: the worker then claims
+   * only what it can send.
    */
   maxWaitMs: number;
 }
@@ -33,9 +34,9 @@ interface Waiting {
 }
 
 /**
- * A worker's claimed deliveries until their sends start. The claim leaves the worker's sends out of
- * its caps (ClaimOptions.uncounted) and so takes, besides what can go at once, the deliveries that
- * are to go when the sends in progress end: a slot that frees is refilled here, at once, rather than
+ * A worker's claimed deliveries until their sends start. The claim leaves the worker's recent sends
+ * out of its caps (lookAhead, ClaimOptions.uncounted) and so takes, besides what can go at once, the
+ * deliveries that are to go when those sends end: a slot that frees is refilled here, at once, rather than
  * by the next claim (which is a few milliseconds away, every one of them a slot left idle).
  *
  * The caps then hold at the start of each send, over what the worker's last claim read of the other
@@ -49,16 +50,19 @@ export class ReadyQueue {
   private others: OtherLeases = { webhooks: new Map(), tenants: new Map(), workers: 1 };
   private readonly byWebhook = new Map<number, number>();
   private readonly byTenant = new Map<string, number>();
-  /** When each send in progress started. */
+  /** The sends in progress, and when each started. */
   private readonly started = new Map<ClaimedDelivery, number>();
-  /** Sends in progress. */
-  sending = 0;
 
   constructor(private readonly caps: SendCaps) {}
 
   /** Whether claimed deliveries may wait for a slot (the claim then looks ahead: ClaimOptions.uncounted). */
   get looksAhead(): boolean {
     return this.caps.maxWaitMs > 0;
+  }
+
+  /** Sends in progress. */
+  get sending(): number {
+    return this.started.size;
   }
 
   /** Deliveries waiting for a send slot. */
@@ -96,8 +100,8 @@ export class ReadyQueue {
     const kept: Waiting[] = [];
     for (const entry of this.waiting) {
       const { delivery } = entry;
-      // Past its wait a delivery is not sent (its lease could run out during the send); a worker
-      // that does not look ahead sends what it claimed at once or hands it back.
+      // Past its wait (maxWaitMs) a delivery is handed back rather than sent; a worker that does
+      // not look ahead sends what it claimed at once or hands it back.
       const late = now - entry.claimedAt > this.caps.maxWaitMs;
       if ((!late || !this.looksAhead) && this.sending < this.caps.concurrency && this.hasRoom(delivery)) {
         this.started.set(delivery, now);
@@ -112,8 +116,7 @@ export class ReadyQueue {
 
   /** A send taken from here is over. */
   finished(delivery: ClaimedDelivery): void {
-    this.started.delete(delivery);
-    this.count(delivery, -1);
+    if (this.started.delete(delivery)) this.count(delivery, -1);
   }
 
   /** Empties the queue (shutdown): the deliveries' leases are given back with the worker's others. */
@@ -132,7 +135,6 @@ export class ReadyQueue {
   }
 
   private count({ webhook_id: webhookId, tenant }: ClaimedDelivery, by: 1 | -1): void {
-    this.sending += by;
     adjust(this.byWebhook, webhookId, by);
     adjust(this.byTenant, tenant, by);
   }
