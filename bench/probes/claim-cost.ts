@@ -11,7 +11,7 @@
  * Each claim takes 100 rows (DELIVERY_CONCURRENCY 100, share 0.5), which are then recorded as sent.
  */
 import pino from 'pino';
-import type { Database, Queryable } from '../../src/db/database.js';
+import type { Database, Queryable, QueryOptions } from '../../src/db/database.js';
 import { claimDueDeliveries, type ClaimOptions } from '../../src/delivery/claim.js';
 import { QueueVacuum } from '../../src/delivery/queue-vacuum.js';
 import { createTestDatabase } from '../../src/testing/test-database.js';
@@ -58,23 +58,30 @@ async function seed(db: Queryable, layout: Layout): Promise<void> {
   }
 }
 
-/** Runs each statement of the claim under EXPLAIN ANALYZE inside a savepoint, then for real. */
+/**
+ * Runs each statement of the claim under EXPLAIN ANALYZE inside a savepoint: those of the prelude
+ * (sent with BEGIN) after it ran, the others before they run for real.
+ */
 function explaining(db: Database, plans: string[]): Database {
+  const explain = async (tx: Queryable, sql: string, params?: readonly unknown[]) => {
+    await tx.query('SAVEPOINT probe');
+    const { rows } = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${sql}`, params);
+    await tx.query('ROLLBACK TO SAVEPOINT probe');
+    plans.push(`${sql.trim().split('\n')[0]!.slice(0, 80)} …\n${rows.map((row) => row['QUERY PLAN']).join('\n')}`);
+  };
   return {
     ...db,
     transaction: (work, options) =>
-      db.transaction((tx) =>
-        work({
+      db.transaction(async (tx, prelude) => {
+        for (const statement of options?.prelude ?? []) if (typeof statement !== 'string') await explain(tx, statement.sql, statement.params);
+        return work({
           ...tx,
-          query: async <Row>(sql: string, params?: readonly unknown[]) => {
-            await tx.query('SAVEPOINT probe');
-            const { rows } = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${sql}`, params);
-            await tx.query('ROLLBACK TO SAVEPOINT probe');
-            plans.push(`${sql.trim().split('\n')[0]!.slice(0, 80)} …\n${rows.map((row) => row['QUERY PLAN']).join('\n')}`);
-            return tx.query<Row>(sql, params);
+          query: async <Row>(sql: string, params?: readonly unknown[], queryOptions?: QueryOptions) => {
+            await explain(tx, sql, params);
+            return tx.query<Row>(sql, params, queryOptions);
           },
-        }),
-      options),
+        }, prelude);
+      }, options),
   };
 }
 

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import type { Database, Queryable, QueryOptions, QueryResult } from './database.js';
+import type { Database, Queryable, QueryOptions, QueryResult, Statement } from './database.js';
+import { inlineParameters } from './inline-parameters.js';
 import { DatabaseUnavailableError, isUnavailable } from './database.js';
 
 // int8 (counts, bigserial ids) as numbers: our ids stay below 2^53.
@@ -38,12 +39,21 @@ export function queryable(client: pg.Pool | pg.ClientBase): Queryable {
   return {
     query: <Row>(sql: string, params: readonly unknown[] = [], options: QueryOptions = {}) =>
       guard(async (): Promise<QueryResult<Row>> => {
+        if (options.commit) throw new TypeError('commit: only inside a transaction');
         const values = params as unknown[];
         const result = await client.query(options.prepare ? { name: statementName(sql), text: sql, values } : { text: sql, values });
         return { rows: result.rows as Row[], rowCount: result.rowCount ?? result.rows.length };
       }),
     exec: (sql: string) => guard(async () => void (await client.query(sql))),
   };
+}
+
+/** Several statements in one round trip (a simple query, parameters written into the text): each one's result. */
+async function simpleQuery(client: pg.ClientBase, statements: readonly (string | Statement)[]): Promise<pg.QueryResult[]> {
+  const text = statements.map((statement) => (typeof statement === 'string' ? statement : inlineParameters(statement.sql, statement.params ?? []))).join(';\n');
+  // pg answers a simple query of one statement with a result, of several with an array of them.
+  const results = (await guard(() => client.query(text))) as pg.QueryResult | pg.QueryResult[];
+  return Array.isArray(results) ? results : [results];
 }
 
 export function openPostgres(options: PostgresOptions): Database {
@@ -65,18 +75,13 @@ export function openPostgres(options: PostgresOptions): Database {
 
   return {
     ...queryable(pool),
-    async transaction(work, { prelude, settings = {} } = {}) {
-      // A hot transaction that starts with settings and a lock (the delivery claim, a completion)
-      // saves round trips: the statements go in one simple query. The settings are words, checked
-      // as such; the prelude is the caller's (see Database.transaction).
+    async transaction(work, { prelude = [], settings = {} } = {}) {
+      // A hot transaction that starts with settings, a lock and a read (the delivery claim, a
+      // completion) saves round trips: the statements go with BEGIN in one simple query. The
+      // settings are words, checked as such.
       for (const [name, value] of Object.entries(settings)) {
         if (!/^[a-z_]+$/.test(name) || !/^[a-z0-9_]+$/.test(value)) throw new TypeError(`not a setting: ${name} = ${value}`);
       }
-      const begin = [
-        'BEGIN',
-        ...Object.entries(settings).map(([name, value]) => `SET LOCAL ${name} = ${value}`),
-        ...(prelude === undefined ? [] : [prelude]),
-      ].join('; ');
       const client = await guard(() => pool.connect());
       let broken: Error | undefined;
       // The pool listens for errors of idle clients only: a server shutdown between two statements
@@ -86,10 +91,25 @@ export function openPostgres(options: PostgresOptions): Database {
         options.onError?.(error);
       };
       client.on('error', onClientError);
+      let committed = false;
+      const plain = queryable(client);
+      const tx: Queryable = {
+        ...plain,
+        query: async <Row>(sql: string, params: readonly unknown[] = [], queryOptions: QueryOptions = {}) => {
+          if (committed) throw new Error('the transaction has committed');
+          if (!queryOptions.commit) return plain.query<Row>(sql, params, queryOptions);
+          if (queryOptions.prepare) throw new TypeError('a statement sent with COMMIT cannot be prepared');
+          // The last statement and COMMIT in one round trip: a lock the transaction holds is released
+          // one round trip sooner. An error in the statement skips the COMMIT (the catch rolls back).
+          const [result] = await simpleQuery(client, [{ sql, params }, 'COMMIT']);
+          committed = true;
+          return { rows: result!.rows as Row[], rowCount: result!.rowCount ?? result!.rows.length };
+        },
+      };
       try {
-        await guard(() => client.query(begin));
-        const result = await work(queryable(client));
-        await guard(() => client.query('COMMIT'));
+        const begun = await simpleQuery(client, ['BEGIN', ...Object.entries(settings).map(([name, value]) => `SET LOCAL ${name} = ${value}`), ...prelude]);
+        const result = await work(tx, prelude.length > 0 ? begun.at(-1)!.rows : []);
+        if (!committed) await guard(() => client.query('COMMIT'));
         return result;
       } catch (error) {
         await client.query('ROLLBACK').catch((rollbackError: Error) => {

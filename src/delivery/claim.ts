@@ -1,4 +1,4 @@
-import type { Database, Queryable } from '../db/database.js';
+import type { Database, Queryable, Statement } from '../db/database.js';
 import { dbNow } from './database-clock.js';
 import { allocateSlots, type DueWebhook, type TenantLoad } from './fair-share.js';
 
@@ -25,20 +25,18 @@ export interface ClaimOptions {
   clockOffsetMs: number;
   leaseSeconds: number;
   /**
-   * How many deliveries this worker may take now (its free slots). A function is asked once the
-   * claim holds the lock: a worker with two claims in progress then counts what the other one took
-   * (see onTaken).
+   * How many deliveries this worker may take now (its free slots). A function is asked once, when
+   * the claim holds the lock and has read the due work: a worker with two claims in progress then
+   * counts what the other one took.
    */
   limit: number | (() => number);
-  /** Told how many rows the claim took, before it commits (and so before the next claim can read). */
-  onTaken?: (count: number) => void;
   /** This worker's slots in all (DELIVERY_CONCURRENCY). */
   concurrency: number;
   /** At most this many deliveries of one webhook in flight, over all workers. */
   perWebhookLimit: number;
   /** DELIVERY_TENANT_SHARE. */
   tenantShare: number;
-  /** Where the worker's previous claim ended; read and moved on while the claim holds the lock. */
+  /** Where the worker's previous claim ended; moved on while the claim holds the lock (a read that started elsewhere is redone). */
   position: ClaimPosition;
   /** Most webhooks with waiting rows one claim looks at (DELIVERY_CLAIM_SCAN_WEBHOOKS). */
   scanWebhooks: number;
@@ -86,13 +84,14 @@ const claimableOf = (webhookId: string) => `d.webhook_id = ${webhookId} AND d.st
  *    webhook that has waiting rows, then at most perWebhookLimit rows each) over at most
  *    scanWebhooks such webhooks, continuing where the previous claim stopped; and, in the same
  *    statement, the live leases per webhook, tenant and worker (in-flight rows only: a few hundred
- *    at most);
+ *    at most). It goes with BEGIN and the lock, in one round trip;
  * 2. fair-share.ts turns that into a number of rows per webhook (leaving out of the caps this
  *    worker's deliveries being sent or waiting for their record: `uncounted`), and one statement
- *    takes them:
+ *    takes them, sent with COMMIT:
  *    per webhook, its due rows in due order, through the same index, skipping rows locked by
  *    anything else (SKIP LOCKED below the LIMIT: a locked row is replaced by the next one instead of
  *    being dropped, so a worker fills its free slots).
+ * The lock is thus held for one round trip between the read and the take, and none after.
  * Expired leases go back to `pending` before, when the caller asks (index on lease_expires_at of
  * `delivering` rows; the worker asks at most once a second, as a lease lasts a minute).
  * Claims of different workers take turns on one advisory lock (see claimDueDeliveries): each sees the
@@ -101,17 +100,15 @@ const claimableOf = (webhookId: string) => `d.webhook_id = ${webhookId} AND d.st
  * key is unfinished (pending or delivering).
  */
 export async function claimDueDeliveries(db: Database, options: ClaimOptions): Promise<ClaimedDelivery[]> {
-  const free = () => (typeof options.limit === 'number' ? options.limit : options.limit());
-  if (free() <= 0) return [];
+  if (typeof options.limit === 'number' && options.limit <= 0) return [];
   // Claims take turns (a few milliseconds each): the caps are computed from what the previous
   // claim committed, so two workers cannot both fill the same webhook's or tenant's last room.
   // Completions, the intake and the API never take this lock: nothing else waits on it.
-  return db.transaction(async (tx) => {
-    if (options.recoverLeases ?? true) await recoverExpiredLeases(tx, options.clockOffsetMs);
-    const { webhooks, loads, workers, nextWebhookCursor } = await readDueWork(tx, options);
+  return db.transaction(async (tx, [read]) => {
+    const { webhooks, loads, workers, nextWebhookCursor } = await dueWork(tx, read as unknown as DueRead, options);
     options.position.webhookCursor = nextWebhookCursor;
     const { quotas, last } = allocateSlots(webhooks, loads, {
-      free: Math.max(0, free()),
+      free: Math.max(0, typeof options.limit === 'number' ? options.limit : options.limit()),
       concurrency: options.concurrency,
       workers,
       share: options.tenantShare,
@@ -121,10 +118,13 @@ export async function claimDueDeliveries(db: Database, options: ClaimOptions): P
     if (quotas.size === 0) return [];
     const deliveries = await takeRows(tx, options, quotas);
     if (last !== undefined) options.position.lastTenant = last;
-    options.onTaken?.(deliveries.length);
     return deliveries;
   }, {
-    prelude: `SELECT pg_advisory_xact_lock(${CLAIM_LOCK})`,
+    prelude: [
+      `SELECT pg_advisory_xact_lock(${CLAIM_LOCK})`,
+      ...(options.recoverLeases ?? true ? [recoverExpiredLeases(options.clockOffsetMs)] : []),
+      readDueWork(options),
+    ],
     settings: {
       // A lease that a crash of the database undoes is harmless: the row is due again, and the
       // worst outcome is the notification sent twice (at-least-once, docs/delivery.md).
@@ -142,13 +142,12 @@ export async function claimDueDeliveries(db: Database, options: ClaimOptions): P
 const CLAIM_LOCK = 0x706c617a61;
 
 /** A lease past its expiry means its worker died or stalled: the row is due again for anyone. */
-async function recoverExpiredLeases(db: Queryable, clockOffsetMs: number): Promise<void> {
-  await db.query(
-    `UPDATE deliveries d SET status = 'pending', leased_by = NULL, lease_expires_at = NULL
-      WHERE d.status = 'delivering' AND d.lease_expires_at <= ${dbNow(1)}`,
-    [clockOffsetMs],
-    { prepare: true },
-  );
+function recoverExpiredLeases(clockOffsetMs: number): Statement {
+  return {
+    sql: `UPDATE deliveries d SET status = 'pending', leased_by = NULL, lease_expires_at = NULL
+           WHERE d.status = 'delivering' AND d.lease_expires_at <= ${dbNow(1)}`,
+    params: [clockOffsetMs],
+  };
 }
 
 interface DueWork {
@@ -173,25 +172,46 @@ interface Lease {
   n: number;
 }
 
-async function readDueWork(db: Queryable, options: ClaimOptions): Promise<DueWork> {
-  // The scan visits at most scanWebhooks webhooks with waiting rows, starting after the cursor and
-  // wrapping around once: the claim costs the same with 100 or 100 000 such webhooks, and
-  // successive claims walk round all of them. The wrap is a second statement, needed only when the
-  // waiting webhooks outnumber scanWebhooks.
+/** What one read of the due work returns: the visited webhooks and the live leases. */
+interface DueRead {
+  /** The cursor the scan started after. */
+  cursor: number;
+  visited: Visited[];
+  leases: Lease[];
+}
+
+/**
+ * The claim's read, sent with BEGIN and the lock. The scan visits at most scanWebhooks webhooks with
+ * waiting rows, starting after the cursor and wrapping around once: the claim costs the same with
+ * 100 or 100 000 such webhooks, and successive claims walk round all of them. The wrap is a second
+ * statement, needed only when the waiting webhooks outnumber scanWebhooks.
+ */
+function readDueWork(options: ClaimOptions): Statement {
   const cursor = options.position.webhookCursor;
-  const { rows } = await db.query<{ visited: Visited[]; leases: Lease[] }>(
-    `WITH RECURSIVE ${visitedWebhooks('$3', '$4', '$5')},
+  return {
+    sql: `WITH RECURSIVE ${visitedWebhooks('$3', '$4', '$5')},
      leases AS (
        SELECT d.webhook_id, h.tenant_kind || ':' || h.tenant_id AS tenant, d.leased_by, count(*)::int AS n
          FROM deliveries d JOIN webhooks h ON h.id = d.webhook_id
         WHERE d.status = 'delivering' AND d.lease_expires_at > ${dbNow(1)}
         GROUP BY 1, 2, 3
      )
-     SELECT (SELECT coalesce(json_agg(v ORDER BY v.webhook_id), '[]') FROM visited v) AS visited,
+     SELECT $3::bigint AS cursor,
+            (SELECT coalesce(json_agg(v ORDER BY v.webhook_id), '[]') FROM visited v) AS visited,
             (SELECT coalesce(json_agg(l), '[]') FROM leases l) AS leases`,
-    [options.clockOffsetMs, options.perWebhookLimit, cursor, Number.MAX_SAFE_INTEGER, options.scanWebhooks],
-  );
-  const first = rows[0]!.visited;
+    params: [options.clockOffsetMs, options.perWebhookLimit, cursor, Number.MAX_SAFE_INTEGER, options.scanWebhooks],
+  };
+}
+
+async function dueWork(db: Queryable, read: DueRead, options: ClaimOptions): Promise<DueWork> {
+  // The worker's other claim in progress moved the cursor while this one waited for the lock
+  // (possible only while more webhooks wait than one scan visits): read again from there.
+  if (read.cursor !== options.position.webhookCursor) {
+    const { sql, params } = readDueWork(options);
+    read = (await db.query<DueRead>(sql, params)).rows[0]!;
+  }
+  const { cursor } = read;
+  const first = read.visited;
   let visited = first;
   let nextWebhookCursor = first.length === options.scanWebhooks ? first.at(-1)!.webhook_id : 0;
   if (nextWebhookCursor === 0 && cursor > 0) {
@@ -207,7 +227,7 @@ async function readDueWork(db: Queryable, options: ClaimOptions): Promise<DueWor
   const loads = new Map<string, TenantLoad>();
   const workers = new Set<string>([options.workerId]);
   const others = { webhooks: new Map<number, number>(), tenants: new Map<string, number>() };
-  for (const lease of rows[0]!.leases) {
+  for (const lease of read.leases) {
     let n = lease.n;
     if (lease.leased_by === options.workerId) {
       const left = Math.min(n, uncounted.get(lease.webhook_id) ?? 0);
@@ -270,6 +290,7 @@ async function visitWebhooks(db: Queryable, options: ClaimOptions, after: number
   return rows;
 }
 
+/** The take, sent with COMMIT: the claim lock is held for no round trip after it. */
 async function takeRows(db: Queryable, options: ClaimOptions, quotas: Map<number, number>): Promise<ClaimedDelivery[]> {
   const { rows } = await db.query<ClaimedDelivery>(
     `WITH quota AS (
@@ -313,6 +334,7 @@ async function takeRows(db: Queryable, options: ClaimOptions, quotas: Map<number
        FROM taken t
       CROSS JOIN LATERAL (SELECT * FROM webhooks w WHERE w.id = t.webhook_id OFFSET 0) h`,
     [options.clockOffsetMs, [...quotas.keys()], [...quotas.values()], options.workerId, options.leaseSeconds],
+    { commit: true },
   );
   return rows.sort((a, b) => a.id - b.id);
 }

@@ -52,7 +52,7 @@ export async function completeAttempts(db: Database, records: readonly AttemptRe
     const disabledWebhooks = await noteFailures(tx, records.filter((record) => recorded.has(record.deliveryId)), options);
     return { recorded, disabledWebhooks };
   }, {
-    prelude: lockWebhooksFirst(records.map((record) => record.webhookId)),
+    prelude: [lockWebhooksFirst(records.map((record) => record.webhookId))],
     // An attempt record that a crash of the database undoes leaves its delivery leased: it is sent
     // again once the lease expires (at-least-once, docs/delivery.md); nothing is lost.
     settings: { synchronous_commit: 'off' },

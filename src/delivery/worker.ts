@@ -77,8 +77,8 @@ class WorkerLoop {
   private stopping = false;
   /** Claim rounds in progress (at most CLAIMS_IN_PROGRESS). */
   private claims = 0;
-  /** Rows the claims in progress have taken and not yet handed to send(). */
-  private taken = 0;
+  /** Slots the claims in progress were offered, until their rows are in the ready queue. */
+  private reserved = 0;
   private again = false;
   private pollTimer: NodeJS.Timeout | undefined;
   private dueTimer: NodeJS.Timeout | undefined;
@@ -143,12 +143,12 @@ class WorkerLoop {
    * besides the sends in progress. A slot frees up when its send is over, not when its attempt is
    * recorded: recording is batched and would otherwise hold every slot for a batch's round trip.
    * What waits to be recorded is bounded too (another DELIVERY_CONCURRENCY), should the database
-   * fall behind. Rows a claim in progress has taken count as waiting.
+   * fall behind. The slots offered to a claim in progress count as waiting.
    */
   private freeSlots(): number {
     const { config } = this.deps;
     // Without look-ahead (a lease too short for a delivery to wait), the sends count too.
-    const waiting = this.ready.size + this.taken + (this.ready.looksAhead ? 0 : this.ready.sending);
+    const waiting = this.ready.size + this.reserved + (this.ready.looksAhead ? 0 : this.ready.sending);
     return Math.min(config.DELIVERY_CONCURRENCY - waiting, 2 * config.DELIVERY_CONCURRENCY - this.inFlight.size - waiting);
   }
 
@@ -161,22 +161,20 @@ class WorkerLoop {
 
   private async round(): Promise<void> {
     let offered = 0;
-    let taken = 0;
     try {
       // The free slots are counted once this claim holds the claim lock, when the other claim in
-      // progress has taken its rows (onTaken runs before that claim commits and lets this one read).
+      // progress has committed its rows. That one's reply may not have been handled yet: until it
+      // is, all the slots it was offered count as taken (the safe side).
       // The rows' wait for a slot counts from before the claim: their leases start within it.
       const claimStarted = performance.now();
-      const claimed = await claim(this.deliverer, () => (offered = this.freeSlots()), {
+      const claimed = this.freeSlots() <= 0 ? [] : await claim(this.deliverer, () => {
+        offered = Math.max(0, this.freeSlots());
+        this.reserved += offered;
+        return offered;
+      }, {
         uncounted: () => this.uncounted(),
-        onTaken: (count) => {
-          taken = count;
-          this.taken += count;
-        },
         onOtherLeases: (others) => this.ready.setOtherLeases(others),
       });
-      this.taken -= taken;
-      taken = 0;
       this.ready.add(claimed, claimStarted);
       this.startSends();
       // A full batch may mean more is due right away; otherwise sleep until the next due time.
@@ -184,8 +182,9 @@ class WorkerLoop {
       else if (this.inFlight.size === 0 || Date.now() - this.nextDueCheckedAt >= NEXT_DUE_RECHECK_MS) await this.scheduleNextDue();
     } catch (error) {
       // The database may be restarting: the poll tries again.
-      this.taken -= taken;
       this.deps.logger.warn({ err: error }, 'claiming deliveries failed');
+    } finally {
+      this.reserved -= offered;
     }
   }
 
