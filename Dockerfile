@@ -13,7 +13,9 @@ RUN npm run build
 
 FROM node:${NODE_VERSION}-bookworm-slim AS runtime
 # The official images' convention; Plaza itself reads no NODE_ENV (its settings are its own variables).
+# The heap limit: docs/operations.md, "Memory".
 ENV NODE_ENV=production \
+    NODE_OPTIONS=--max-old-space-size=2000 \
     DATA_DIR=/data \
     PORT=3000 \
     LOG_FORMAT=json

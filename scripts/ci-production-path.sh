@@ -143,7 +143,7 @@ mkdir -p "$WORK/data" && chown 65534:65534 "$WORK/data" && chmod 0700 "$WORK/dat
 PORT="$(free_port)"
 # Each container has a network of its own; here API and worker share the host's, so each takes a free
 # port for its operations listener (METRICS_PORT=0) instead of both wanting 9464.
-IMAGE_USER=(setpriv --reuid=65534 --regid=65534 --clear-groups env -i PATH="$PATH" HOME=/tmp NODE_ENV=production
+IMAGE_USER=(setpriv --reuid=65534 --regid=65534 --clear-groups env -i PATH="$PATH" HOME=/tmp NODE_ENV=production NODE_OPTIONS=--max-old-space-size=2000
   DATA_DIR="$WORK/data" PORT="$PORT" METRICS_PORT=0 HOST=127.0.0.1 LOG_FORMAT=json DATABASE_URL="$DB_URL" WEBHOOK_ALLOWED_NETWORKS=127.0.0.1/32)
 as_image_user() { "${IMAGE_USER[@]}" "$@"; }
 cd "$IMAGE"

@@ -41,3 +41,14 @@ test('engines, README and CI name the same Node lines, and not Node 20', () => {
   assert.match(ci, /for major in 22 24/);
   assert.match(ci, /run_suite\nPATH="\$NODE24_PATH" run_suite/);
 });
+
+test('every way of starting Plaza gives Node the same heap limit, and the benchmark starts it so', () => {
+  const flag = '--max-old-space-size=2000';
+  const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
+  for (const name of ['start', 'start:prod']) assert.ok(scripts[name]!.split(' ').includes(flag), `package.json ${name}`);
+  assert.match(read('Dockerfile'), new RegExp(`NODE_OPTIONS=${flag}\\b`));
+  assert.match(read('deploy/plaza.service'), new RegExp(`^Environment=.*NODE_OPTIONS=${flag}\\b`, 'm'));
+  assert.match(read('scripts/ci-production-path.sh'), new RegExp(`IMAGE_USER=.*NODE_OPTIONS=${flag}\\b`));
+  assert.ok(read('bench/lib/service.ts').includes(`PLAZA_NODE_FLAGS = ['${flag}']`), 'bench/lib/service.ts');
+  assert.match(read('docs/operations.md'), new RegExp(`${flag}`));
+});

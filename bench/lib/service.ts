@@ -29,9 +29,12 @@ export function serviceEnv(db: BenchDatabase, port: number, extra: Record<string
   };
 }
 
-/** BENCH_NODE_ARGS: Node flags for every service process (a CPU profile, GC tracing), split on spaces. */
+/** The heap limit Plaza's launch commands give Node (package.json, Dockerfile, deploy/plaza.service; docs/operations.md, "Memory"). */
+export const PLAZA_NODE_FLAGS = ['--max-old-space-size=2000'];
+
+/** Node flags for every service process: Plaza's own, then BENCH_NODE_ARGS (a CPU profile, GC tracing), split on spaces. */
 function nodeArgs(): string[] {
-  return (process.env.BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  return [...PLAZA_NODE_FLAGS, ...(process.env.BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean)];
 }
 
 /** The real service, `node dist/src/main.js serve`, as a separate process. */
