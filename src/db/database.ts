@@ -15,7 +15,8 @@ export interface QueryOptions {
   prepare?: boolean;
   /**
    * Inside a transaction: this is its last statement, and COMMIT goes with it in the same round
-   * trip (then the transaction is over: nothing may follow). Not with `prepare`: see Statement.
+   * trip. Then the transaction is over: a further statement is refused, and should the work throw
+   * after it, what it did stays committed. Not with `prepare`: see Statement.
    */
   commit?: boolean;
 }

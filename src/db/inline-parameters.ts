@@ -9,7 +9,7 @@
 export function inlineParameters(sql: string, params: readonly unknown[]): string {
   return sql.replace(/\$(\d+)/g, (_, n: string) => {
     const index = Number(n) - 1;
-    if (index >= params.length) throw new TypeError(`statement parameter $${n} has no value`);
+    if (index < 0 || index >= params.length) throw new TypeError(`statement parameter $${n} has no value`);
     return literal(params[index]);
   });
 }

@@ -93,10 +93,16 @@ export function openPostgres(options: PostgresOptions): Database {
       client.on('error', onClientError);
       let committed = false;
       const plain = queryable(client);
+      const open = () => {
+        if (committed) throw new Error('the transaction has committed');
+      };
       const tx: Queryable = {
-        ...plain,
+        exec: async (sql: string) => {
+          open();
+          return plain.exec(sql);
+        },
         query: async <Row>(sql: string, params: readonly unknown[] = [], queryOptions: QueryOptions = {}) => {
-          if (committed) throw new Error('the transaction has committed');
+          open();
           if (!queryOptions.commit) return plain.query<Row>(sql, params, queryOptions);
           if (queryOptions.prepare) throw new TypeError('a statement sent with COMMIT cannot be prepared');
           // The last statement and COMMIT in one round trip: a lock the transaction holds is released
@@ -112,9 +118,12 @@ export function openPostgres(options: PostgresOptions): Database {
         if (!committed) await guard(() => client.query('COMMIT'));
         return result;
       } catch (error) {
-        await client.query('ROLLBACK').catch((rollbackError: Error) => {
-          broken = rollbackError;
-        });
+        // After a statement sent with COMMIT there is nothing to roll back: the error is the work's own.
+        if (!committed) {
+          await client.query('ROLLBACK').catch((rollbackError: Error) => {
+            broken = rollbackError;
+          });
+        }
         throw error;
       } finally {
         client.removeListener('error', onClientError);

@@ -31,6 +31,7 @@ describe('statements sent with BEGIN or COMMIT (parameters written into the text
       assert.throws(() => inlineParameters('SELECT $1', [value]), TypeError, String(value));
     }
     assert.throws(() => inlineParameters('SELECT $2', [1]), /\$2 has no value/);
+    assert.throws(() => inlineParameters('SELECT $0', [1]), /\$0 has no value/);
   });
 
   test("the prelude's last rows go to the work; a statement sent with COMMIT ends the transaction", async () => {

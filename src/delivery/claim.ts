@@ -26,8 +26,8 @@ export interface ClaimOptions {
   leaseSeconds: number;
   /**
    * How many deliveries this worker may take now (its free slots). A function is asked once, when
-   * the claim holds the lock and has read the due work: a worker with two claims in progress then
-   * counts what the other one took.
+   * the claim holds the lock and has read the due work, so after the worker's other claim in
+   * progress committed (the worker counts that one's offer until its rows arrive).
    */
   limit: number | (() => number);
   /** This worker's slots in all (DELIVERY_CONCURRENCY). */
@@ -78,8 +78,8 @@ export interface ClaimPosition {
 const claimableOf = (webhookId: string) => `d.webhook_id = ${webhookId} AND d.status = 'pending' AND d.next_attempt_at <= ${dbNow(1)}`;
 
 /**
- * Claims due deliveries fairly, in two statements whose cost does not depend on the size of the
- * backlog nor on webhooks without waiting work:
+ * Claims due deliveries fairly, in two main statements whose cost does not depend on the size of
+ * the backlog nor on webhooks without waiting work:
  * 1. the webhooks with due work: a skip scan of deliveries_pending_webhook_due (one index probe per
  *    webhook that has waiting rows, then at most perWebhookLimit rows each) over at most
  *    scanWebhooks such webhooks, continuing where the previous claim stopped; and, in the same
@@ -91,7 +91,8 @@ const claimableOf = (webhookId: string) => `d.webhook_id = ${webhookId} AND d.st
  *    per webhook, its due rows in due order, through the same index, skipping rows locked by
  *    anything else (SKIP LOCKED below the LIMIT: a locked row is replaced by the next one instead of
  *    being dropped, so a worker fills its free slots).
- * The lock is thus held for one round trip between the read and the take, and none after.
+ * The lock is thus held for one round trip between the read and the take (two when the scan wraps
+ * around, or starts again from where the worker's other claim moved it), and none after.
  * Expired leases go back to `pending` before, when the caller asks (index on lease_expires_at of
  * `delivering` rows; the worker asks at most once a second, as a lease lasts a minute).
  * Claims of different workers take turns on one advisory lock (see claimDueDeliveries): each sees the
@@ -116,9 +117,9 @@ export async function claimDueDeliveries(db: Database, options: ClaimOptions): P
       after: options.position.lastTenant,
     });
     if (quotas.size === 0) return [];
-    const deliveries = await takeRows(tx, options, quotas);
+    // Moved on before the take, which commits and so lets the next claim in.
     if (last !== undefined) options.position.lastTenant = last;
-    return deliveries;
+    return takeRows(tx, options, quotas);
   }, {
     prelude: [
       `SELECT pg_advisory_xact_lock(${CLAIM_LOCK})`,

@@ -161,6 +161,7 @@ class WorkerLoop {
 
   private async round(): Promise<void> {
     let offered = 0;
+    let reserved = 0;
     try {
       // The free slots are counted once this claim holds the claim lock, when the other claim in
       // progress has committed its rows. That one's reply may not have been handled yet: until it
@@ -168,14 +169,16 @@ class WorkerLoop {
       // The rows' wait for a slot counts from before the claim: their leases start within it.
       const claimStarted = performance.now();
       const claimed = this.freeSlots() <= 0 ? [] : await claim(this.deliverer, () => {
-        offered = Math.max(0, this.freeSlots());
-        this.reserved += offered;
+        offered = reserved = Math.max(0, this.freeSlots());
+        this.reserved += reserved;
         return offered;
       }, {
         uncounted: () => this.uncounted(),
         onOtherLeases: (others) => this.ready.setOtherLeases(others),
       });
       this.ready.add(claimed, claimStarted);
+      this.reserved -= reserved;
+      reserved = 0;
       this.startSends();
       // A full batch may mean more is due right away; otherwise sleep until the next due time.
       if (claimed.length > 0 && claimed.length === offered) this.again = true;
@@ -184,7 +187,7 @@ class WorkerLoop {
       // The database may be restarting: the poll tries again.
       this.deps.logger.warn({ err: error }, 'claiming deliveries failed');
     } finally {
-      this.reserved -= offered;
+      this.reserved -= reserved;
     }
   }
 
