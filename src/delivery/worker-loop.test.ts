@@ -62,7 +62,7 @@ describe('the long-running worker', () => {
     assert.equal(row.last_status_code, 204);
   });
 
-  test('with two claims in progress the worker never sends more than DELIVERY_CONCURRENCY at once, and sends everything', async () => {
+  test('with two claims in progress the worker never sends more than DELIVERY_CONCURRENCY at once, nor holds more than twice that, and sends everything', async () => {
     // One tenant may take every slot here: DELIVERY_CONCURRENCY is the only bound left to hold.
     const app = await createTestApp({ DELIVERY_POLL_INTERVAL_MS: '3600000', DELIVERY_CONCURRENCY: '4', DELIVERY_TENANT_SHARE: '1' });
     const slow = await Receiver.start();
@@ -82,15 +82,29 @@ describe('the long-running worker', () => {
         for (let n = 0; n < 8; n++) ids.push((await seedDelivery(app.db, webhook, { now: app.clock.now() })).id);
       }
       const worker = await startDeliveryWorker({ ...app, logger });
+      // The leases the worker holds: waiting for a slot, being sent, or waiting for their record.
+      // Its free slots bound them by 2 × DELIVERY_CONCURRENCY, with both claims' offers counted.
+      let leasesHeld = 0;
+      let sampling = true;
+      const sampler = (async () => {
+        while (sampling) {
+          const { rows } = await app.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE status = 'delivering'`);
+          leasesHeld = Math.max(leasesHeld, rows[0]!.n);
+        }
+      })();
       try {
         await slow.waitFor(ids.length);
         for (const id of ids) await waitForStatusIn(app, id, 'succeeded');
       } finally {
+        sampling = false;
+        await sampler;
         await worker.stop();
       }
       assert.equal(slow.requests.length, ids.length, 'each delivery sent once');
       assert.ok(most <= 4, `at most DELIVERY_CONCURRENCY sends at once (saw ${most})`);
       assert.ok(most >= 3, `the slots are used (saw ${most})`);
+      assert.ok(leasesHeld <= 8, `at most 2 × DELIVERY_CONCURRENCY leases held (saw ${leasesHeld})`);
+      assert.ok(leasesHeld > 4, `deliveries are claimed ahead of free send slots (saw ${leasesHeld})`);
     } finally {
       await slow.close();
       await app.close();
