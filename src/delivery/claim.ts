@@ -30,6 +30,11 @@ export interface ClaimOptions {
    * progress committed (the worker counts that one's offer until its rows arrive).
    */
   limit: number | (() => number);
+  /**
+   * Told, before the take (which commits and so lets the next claim read), the most rows the claim
+   * will take: a worker's other claim in progress may then count those instead of the whole limit.
+   */
+  onAllocated?: (rows: number) => void;
   /** This worker's slots in all (DELIVERY_CONCURRENCY). */
   concurrency: number;
   /** At most this many deliveries of one webhook in flight, over all workers. */
@@ -116,6 +121,7 @@ export async function claimDueDeliveries(db: Database, options: ClaimOptions): P
       perWebhookLimit: options.perWebhookLimit,
       after: options.position.lastTenant,
     });
+    options.onAllocated?.([...quotas.values()].reduce((sum, n) => sum + n, 0));
     if (quotas.size === 0) return [];
     // Moved on before the take, which commits and so lets the next claim in.
     if (last !== undefined) options.position.lastTenant = last;

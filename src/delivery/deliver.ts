@@ -108,12 +108,12 @@ const LEASE_RECOVERY_INTERVAL_MS = 1000;
 /**
  * `limit`: a number, or a function asked once the claim holds the lock (see ClaimOptions.limit);
  * `worker`: what the worker loop tells the claim and is told by it (ClaimOptions: uncounted,
- * onOtherLeases).
+ * onAllocated, onOtherLeases).
  */
 export async function claim(
   deliverer: Deliverer,
   limit: number | (() => number),
-  worker: Pick<ClaimOptions, 'uncounted' | 'onOtherLeases'> = {},
+  worker: Pick<ClaimOptions, 'uncounted' | 'onAllocated' | 'onOtherLeases'> = {},
 ): Promise<ClaimedDelivery[]> {
   const { config, db, clock } = deliverer.deps;
   const now = clock.now().getTime();

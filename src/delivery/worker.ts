@@ -77,7 +77,7 @@ class WorkerLoop {
   private stopping = false;
   /** Claim rounds in progress (at most CLAIMS_IN_PROGRESS). */
   private claims = 0;
-  /** Slots the claims in progress were offered, until their rows are in the ready queue. */
+  /** Slots the claims in progress were offered, then the rows they set out to take, until those are in the ready queue. */
   private reserved = 0;
   private again = false;
   private pollTimer: NodeJS.Timeout | undefined;
@@ -165,7 +165,9 @@ class WorkerLoop {
     try {
       // The free slots are counted once this claim holds the claim lock, when the other claim in
       // progress has committed its rows. That one's reply may not have been handled yet: until it
-      // is, all the slots it was offered count as taken (the safe side).
+      // is, the rows it set out to take count as taken. Not all the slots it was offered: had it
+      // found nothing to take, this claim would be offered nothing, and a delivery that became due
+      // in between would wait for the next wake, which may never come while nothing is in flight.
       // The rows' wait for a slot counts from before the claim: their leases start within it.
       const claimStarted = performance.now();
       const claimed = this.freeSlots() <= 0 ? [] : await claim(this.deliverer, () => {
@@ -173,6 +175,10 @@ class WorkerLoop {
         this.reserved += reserved;
         return offered;
       }, {
+        onAllocated: (rows) => {
+          this.reserved -= reserved - rows;
+          reserved = rows;
+        },
         uncounted: () => this.uncounted(),
         onOtherLeases: (others) => this.ready.setOtherLeases(others),
       });
