@@ -77,7 +77,7 @@ class WorkerLoop {
   private stopping = false;
   /** Claim rounds in progress (at most CLAIMS_IN_PROGRESS). */
   private claims = 0;
-  /** Slots the claims in progress were offered, then the rows they set out to take, until those are in the ready queue. */
+  /** Rows the claims in progress set out to take (told before their take), until those are in the ready queue. */
   private reserved = 0;
   private again = false;
   private pollTimer: NodeJS.Timeout | undefined;
@@ -143,7 +143,7 @@ class WorkerLoop {
    * besides the sends in progress. A slot frees up when its send is over, not when its attempt is
    * recorded: recording is batched and would otherwise hold every slot for a batch's round trip.
    * What waits to be recorded is bounded too (another DELIVERY_CONCURRENCY), should the database
-   * fall behind. The slots offered to a claim in progress count as waiting.
+   * fall behind. The rows a claim in progress set out to take count as waiting.
    */
   private freeSlots(): number {
     const { config } = this.deps;
@@ -170,14 +170,10 @@ class WorkerLoop {
       // in between would wait for the next wake, which may never come while nothing is in flight.
       // The rows' wait for a slot counts from before the claim: their leases start within it.
       const claimStarted = performance.now();
-      const claimed = this.freeSlots() <= 0 ? [] : await claim(this.deliverer, () => {
-        offered = reserved = Math.max(0, this.freeSlots());
-        this.reserved += reserved;
-        return offered;
-      }, {
+      const claimed = this.freeSlots() <= 0 ? [] : await claim(this.deliverer, () => (offered = Math.max(0, this.freeSlots())), {
         onAllocated: (rows) => {
-          this.reserved -= reserved - rows;
           reserved = rows;
+          this.reserved += rows;
         },
         uncounted: () => this.uncounted(),
         onOtherLeases: (others) => this.ready.setOtherLeases(others),
