@@ -16,7 +16,7 @@ export interface QueryOptions {
   /**
    * Inside a transaction: this is its last statement, and COMMIT goes with it in the same round
    * trip. Then the transaction is over: a further statement is refused, and should the work throw
-   * after it, what it did stays committed. Not with `prepare`: see Statement.
+   * after it, what it did stays committed.
    */
   commit?: boolean;
 }
@@ -24,11 +24,13 @@ export interface QueryOptions {
 /**
  * A statement with its parameters, for a round trip that carries several statements (a transaction's
  * prelude, a last statement with COMMIT). That is a simple query, which has no parameters: they are
- * written into the text (inline-parameters.ts says which values can be).
+ * written into the text (inline-parameters.ts says which values can be). `prepare`: as in
+ * QueryOptions, by PREPARE (once per connection) and EXECUTE with the values written in.
  */
 export interface Statement {
   sql: string;
   params?: readonly unknown[];
+  prepare?: boolean;
 }
 
 export interface Queryable {
@@ -50,6 +52,11 @@ export interface TransactionOptions {
    * leases and attempt records (docs/delivery.md).
    */
   settings?: Record<string, string>;
+  /**
+   * COMMIT goes with the prelude: the whole transaction is one round trip, and `work` only reads the
+   * rows (a statement it sends is refused).
+   */
+  commit?: boolean;
 }
 
 export interface Database extends Queryable {

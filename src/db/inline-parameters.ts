@@ -3,8 +3,8 @@
  * trip are a simple query, and the simple-query protocol carries no parameters: the hot
  * transactions that send BEGIN or COMMIT together with a statement (Database.transaction) need this.
  * Only for Plaza's own statements, whose text has no `$` but their parameters (no dollar quoting),
- * and only for the values they pass: numbers, booleans, strings, null and arrays of numbers.
- * Anything else is refused rather than guessed at.
+ * and only for the values they pass: numbers, booleans, strings, dates, null, and flat arrays of
+ * those but booleans. Anything else is refused rather than guessed at.
  */
 export function inlineParameters(sql: string, params: readonly unknown[]): string {
   return sql.replace(/\$(\d+)/g, (_, n: string) => {
@@ -20,8 +20,23 @@ function literal(value: unknown): string {
   if (typeof value === 'number') return `(${finite(value)})`;
   if (typeof value === 'boolean') return value ? 'TRUE' : 'FALSE';
   if (typeof value === 'string') return text(value);
-  if (Array.isArray(value)) return text(`{${value.map((item) => (typeof item === 'number' ? finite(item) : unsupported(item))).join(',')}}`);
+  if (value instanceof Date) return text(instant(value));
+  if (Array.isArray(value)) return text(`{${value.map(arrayElement).join(',')}}`);
   return unsupported(value);
+}
+
+/** An element of an array literal: NULL, a number, or a double-quoted string (backslash escapes). */
+function arrayElement(item: unknown): string {
+  if (item === null || item === undefined) return 'NULL';
+  if (typeof item === 'number') return finite(item);
+  const value = typeof item === 'string' ? item : item instanceof Date ? instant(item) : unsupported(item);
+  return `"${value.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+}
+
+/** A date as the driver sends one, to the millisecond, but in UTC. */
+function instant(value: Date): string {
+  if (Number.isNaN(value.getTime())) throw new TypeError('not a valid date');
+  return value.toISOString();
 }
 
 function finite(value: number): string {

@@ -48,9 +48,36 @@ export function queryable(client: pg.Pool | pg.ClientBase): Queryable {
   };
 }
 
-/** Several statements in one round trip (a simple query, parameters written into the text): each one's result. */
+/**
+ * The statements each connection has prepared by PREPARE, for simple queries. Not the driver's own
+ * (QueryOptions.prepare without a simple query), which are prepared by the protocol and named apart.
+ */
+const preparedBySql = new WeakMap<pg.ClientBase, Set<string>>();
+
+/**
+ * Several statements in one round trip (a simple query, parameters written into the text): each one's
+ * result. A statement to prepare is prepared first, in a round trip of its own the first time on
+ * this connection (so that whether it exists is never in doubt), then run by EXECUTE: its plan is
+ * made once, not at every run.
+ */
 async function simpleQuery(client: pg.ClientBase, statements: readonly (string | Statement)[]): Promise<pg.QueryResult[]> {
-  const text = statements.map((statement) => (typeof statement === 'string' ? statement : inlineParameters(statement.sql, statement.params ?? []))).join(';\n');
+  let prepared = preparedBySql.get(client);
+  if (!prepared) preparedBySql.set(client, (prepared = new Set()));
+  const texts: string[] = [];
+  for (const statement of statements) {
+    if (typeof statement === 'string') texts.push(statement);
+    else if (!statement.prepare) texts.push(inlineParameters(statement.sql, statement.params ?? []));
+    else {
+      const name = `${statementName(statement.sql)}_sq`;
+      if (!prepared.has(name)) {
+        await guard(() => client.query(`PREPARE ${name} AS ${statement.sql}`));
+        prepared.add(name);
+      }
+      const params = statement.params ?? [];
+      texts.push(params.length === 0 ? `EXECUTE ${name}` : inlineParameters(`EXECUTE ${name}(${params.map((_, i) => `$${i + 1}`).join(', ')})`, params));
+    }
+  }
+  const text = texts.join(';\n');
   // pg answers a simple query of one statement with a result, of several with an array of them.
   const results = (await guard(() => client.query(text))) as pg.QueryResult | pg.QueryResult[];
   return Array.isArray(results) ? results : [results];
@@ -75,7 +102,7 @@ export function openPostgres(options: PostgresOptions): Database {
 
   return {
     ...queryable(pool),
-    async transaction(work, { prelude = [], settings = {} } = {}) {
+    async transaction(work, { prelude = [], settings = {}, commit = false } = {}) {
       // A hot transaction that starts with settings, a lock and a read (the delivery claim, a
       // completion) saves round trips: the statements go with BEGIN in one simple query. The
       // settings are words, checked as such.
@@ -104,17 +131,19 @@ export function openPostgres(options: PostgresOptions): Database {
         query: async <Row>(sql: string, params: readonly unknown[] = [], queryOptions: QueryOptions = {}) => {
           open();
           if (!queryOptions.commit) return plain.query<Row>(sql, params, queryOptions);
-          if (queryOptions.prepare) throw new TypeError('a statement sent with COMMIT cannot be prepared');
           // The last statement and COMMIT in one round trip: a lock the transaction holds is released
           // one round trip sooner. An error in the statement skips the COMMIT (the catch rolls back).
-          const [result] = await simpleQuery(client, [{ sql, params }, 'COMMIT']);
+          const [result] = await simpleQuery(client, [{ sql, params, prepare: queryOptions.prepare }, 'COMMIT']);
           committed = true;
           return { rows: result!.rows as Row[], rowCount: result!.rowCount ?? result!.rows.length };
         },
       };
       try {
-        const begun = await simpleQuery(client, ['BEGIN', ...Object.entries(settings).map(([name, value]) => `SET LOCAL ${name} = ${value}`), ...prelude]);
-        const result = await work(tx, prelude.length > 0 ? begun.at(-1)!.rows : []);
+        const begun = await simpleQuery(client, [
+          'BEGIN', ...Object.entries(settings).map(([name, value]) => `SET LOCAL ${name} = ${value}`), ...prelude, ...(commit ? ['COMMIT'] : []),
+        ]);
+        committed = commit;
+        const result = await work(tx, prelude.length > 0 ? begun.at(commit ? -2 : -1)!.rows : []);
         if (!committed) await guard(() => client.query('COMMIT'));
         return result;
       } catch (error) {

@@ -1,4 +1,4 @@
-import type { Database, Queryable } from '../db/database.js';
+import type { Database, Queryable, Statement } from '../db/database.js';
 import { dbNow } from './database-clock.js';
 import { disableGoneWebhook, noteWebhookFailure } from './webhook-health.js';
 
@@ -42,17 +42,19 @@ const STATUS_AFTER: Record<AttemptOutcome['kind'], string> = { succeeded: 'succe
 /**
  * Records many finished attempts in one transaction, taking locks in the one order every writer of
  * webhooks and deliveries follows (webhook rows first, by id; then deliveries): see
- * lockWebhooksFirst. Three round trips in the common case (every webhook's latest outcome a
- * success): BEGIN with the lock, the record, COMMIT.
+ * lockWebhooksFirst. One round trip when every attempt succeeded (BEGIN, the lock, the record,
+ * COMMIT); failures are noted after the record, in further round trips of the same transaction.
  */
 export async function completeAttempts(db: Database, records: readonly AttemptRecord[], options: CompletionOptions): Promise<CompletionResult> {
   if (records.length === 0) return { recorded: new Set(), disabledWebhooks: new Set() };
-  return db.transaction(async (tx) => {
-    const recorded = await recordAttempts(tx, records, options);
-    const disabledWebhooks = await noteFailures(tx, records.filter((record) => recorded.has(record.deliveryId)), options);
+  const allSucceeded = records.every((record) => record.outcome.kind === 'succeeded');
+  return db.transaction(async (tx, rows) => {
+    const recorded = new Set(rows.map((row) => row.id as number));
+    const disabledWebhooks = allSucceeded ? new Set<number>() : await noteFailures(tx, records.filter((record) => recorded.has(record.deliveryId)), options);
     return { recorded, disabledWebhooks };
   }, {
-    prelude: [lockWebhooksFirst(records.map((record) => record.webhookId))],
+    prelude: [lockWebhooksFirst(records.map((record) => record.webhookId)), recordAttempts(records, options)],
+    commit: allSucceeded,
     // An attempt record that a crash of the database undoes leaves its delivery leased: it is sent
     // again once the lease expires (at-least-once, docs/delivery.md); nothing is lost.
     settings: { synchronous_commit: 'off' },
@@ -65,13 +67,10 @@ export async function completeAttempts(db: Database, records: readonly AttemptRe
  * check of a row moving partitions, the health update) could deadlock with it. FOR NO KEY UPDATE is
  * what the health update needs anyway; the intake's foreign-key checks (FOR KEY SHARE) do not wait
  * on it. A webhook deleted meanwhile is simply not found, and its deliveries are gone:
- * recordAttempts then changes nothing for them. Sent with BEGIN (a transaction prelude), so the
- * ids are written into the statement: integers, checked as such.
+ * recordAttempts then changes nothing for them.
  */
-function lockWebhooksFirst(webhookIds: readonly number[]): string {
-  const ids = [...new Set(webhookIds)];
-  if (!ids.every(Number.isSafeInteger)) throw new TypeError('webhook ids must be integers');
-  return `SELECT id FROM webhooks WHERE id IN (${ids.join(', ')}) ORDER BY id FOR NO KEY UPDATE`;
+function lockWebhooksFirst(webhookIds: readonly number[]): Statement {
+  return { sql: `SELECT id FROM webhooks WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE`, params: [[...new Set(webhookIds)]], prepare: true };
 }
 
 /**
@@ -82,9 +81,9 @@ function lockWebhooksFirst(webhookIds: readonly number[]): string {
  * success clears the failing state; written only when that changes something or last_success_at is
  * a minute old, not on every notification. Failures are noted after (noteFailures).
  */
-async function recordAttempts(tx: Queryable, records: readonly AttemptRecord[], options: CompletionOptions): Promise<Set<number>> {
-  const { rows } = await tx.query<{ id: number }>(
-    `WITH input AS (
+function recordAttempts(records: readonly AttemptRecord[], options: CompletionOptions): Statement {
+  return {
+    sql: `WITH input AS (
        SELECT * FROM unnest($3::bigint[], $4::text[], $5::int[], $6::text[], $7::double precision[], $8::timestamptz[], $9::int[], $10::text[], $11::jsonb[])
                 WITH ORDINALITY AS i(id, status, status_code, error, delay_ms, started_at, duration_ms, response_body, request_headers, n)
      ),
@@ -117,7 +116,7 @@ async function recordAttempts(tx: Queryable, records: readonly AttemptRecord[], 
      SELECT m.id, m.attempts, i.started_at, i.duration_ms, i.status_code, i.error, i.response_body, i.request_headers
        FROM moved m JOIN input i ON i.id = m.id
      RETURNING delivery_id AS id`,
-    [
+    params: [
       options.workerId,
       options.clockOffsetMs,
       records.map((r) => r.deliveryId),
@@ -131,9 +130,8 @@ async function recordAttempts(tx: Queryable, records: readonly AttemptRecord[], 
       records.map((r) => r.responseBody?.replaceAll('\u0000', '\uFFFD') ?? null),
       records.map((r) => (r.requestHeaders ? JSON.stringify(r.requestHeaders) : null)),
     ],
-    { prepare: true },
-  );
-  return new Set(rows.map((row) => row.id));
+    prepare: true,
+  };
 }
 
 /**
