@@ -139,12 +139,10 @@ export async function claimDueDeliveries(db: Database, options: ClaimOptions): P
       // Every read of the claim is a few probes of deliveries_pending_webhook_due in due order.
       // With the queue's statistics stale (a burst since the last ANALYZE), the planner ANDed the
       // bitmaps of two other indexes instead, reading every waiting row: 50-150 ms per claim behind
-      // a tenant with a backlog (docs/performance.md).
+      // a tenant with a backlog (docs/performance.md). The statements are planned at every claim for
+      // the same reason: prepared, even with bitmap scans off, a generic plan made B's p99 in the
+      // tenant-fairness benchmark 177 ms to 2 s instead of 40 ms.
       enable_bitmapscan: 'off',
-      // The claim's statements are prepared (planned once per connection, not at every claim: the
-      // planning cost as much as a read); the generic plan is what the settings above make it,
-      // whatever the values, instead of five custom plans first.
-      plan_cache_mode: 'force_generic_plan',
     },
   });
 }
@@ -158,7 +156,6 @@ function recoverExpiredLeases(clockOffsetMs: number): Statement {
     sql: `UPDATE deliveries d SET status = 'pending', leased_by = NULL, lease_expires_at = NULL
            WHERE d.status = 'delivering' AND d.lease_expires_at <= ${dbNow(1)}`,
     params: [clockOffsetMs],
-    prepare: true,
   };
 }
 
@@ -212,7 +209,6 @@ function readDueWork(options: ClaimOptions): Statement {
             (SELECT coalesce(json_agg(v ORDER BY v.webhook_id), '[]') FROM visited v) AS visited,
             (SELECT coalesce(json_agg(l), '[]') FROM leases l) AS leases`,
     params: [options.clockOffsetMs, options.perWebhookLimit, cursor, Number.MAX_SAFE_INTEGER, options.scanWebhooks],
-    prepare: true,
   };
 }
 
@@ -221,7 +217,7 @@ async function dueWork(db: Queryable, read: DueRead, options: ClaimOptions): Pro
   // (possible only while more webhooks wait than one scan visits): read again from there.
   if (read.cursor !== options.position.webhookCursor) {
     const { sql, params } = readDueWork(options);
-    read = (await db.query<DueRead>(sql, params, { prepare: true })).rows[0]!;
+    read = (await db.query<DueRead>(sql, params)).rows[0]!;
   }
   const { cursor } = read;
   const first = read.visited;
@@ -299,7 +295,6 @@ async function visitWebhooks(db: Queryable, options: ClaimOptions, after: number
     `WITH RECURSIVE ${visitedWebhooks('$3', '$4', '$5')}
      SELECT * FROM visited ORDER BY webhook_id`,
     [options.clockOffsetMs, options.perWebhookLimit, after, upTo, budget],
-    { prepare: true },
   );
   return rows;
 }
@@ -348,7 +343,7 @@ async function takeRows(db: Queryable, options: ClaimOptions, quotas: Map<number
        FROM taken t
       CROSS JOIN LATERAL (SELECT * FROM webhooks w WHERE w.id = t.webhook_id OFFSET 0) h`,
     [options.clockOffsetMs, [...quotas.keys()], [...quotas.values()], options.workerId, options.leaseSeconds],
-    { commit: true, prepare: true },
+    { commit: true },
   );
   return rows.sort((a, b) => a.id - b.id);
 }
