@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { newWebhookSecret } from '../webhooks/secret-box.js';
+import { encryptSecret, newWebhookSecret } from '../webhooks/secret-box.js';
 import { completeAttempts } from './complete.js';
 import { clockOffsetMs } from './database-clock.js';
 import { claim, createDeliverer, deliverDue, type Deliverer } from './deliver.js';
@@ -85,6 +85,18 @@ describe('delivery worker: sending, signing, retries', () => {
     for (const secret of [webhook.secret, previous]) {
       assert.doesNotThrow(() => new Webhook(secret).verify(request.body.toString('utf8'), request.headers as Record<string, string>));
     }
+  });
+
+  test('a secret changed after a send signs the next notification (the worker keeps keys by their stored form)', async () => {
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
+    await resultFor((await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() })).id);
+    const secret = newWebhookSecret();
+    await ctx.db.query('UPDATE webhooks SET secret_encrypted = $2 WHERE id = $1', [webhook.id, encryptSecret(ctx.keys.webhookSecretsKey, secret)]);
+    await resultFor((await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() })).id);
+    const [first, second] = receiver.requests.map((request) => (key: string) => new Webhook(key).verify(request.body.toString('utf8'), request.headers as Record<string, string>));
+    assert.doesNotThrow(() => first!(webhook.secret));
+    assert.doesNotThrow(() => second!(secret));
+    assert.throws(() => second!(webhook.secret));
   });
 
   test('an expired previous secret no longer signs', async () => {
