@@ -6,4 +6,16 @@ export const Id = Type.Integer({ minimum: 1, maximum: MAX_INT32 });
 export const IdParams = Type.Object({ id: Id });
 export const RoleSchema = Type.Union([Type.Literal('seller'), Type.Literal('marketplace'), Type.Literal('admin')]);
 export const Timestamp = Type.String({ format: 'date-time' });
+
+/**
+ * The name of a marketplace, a seller or an API key: at least one visible character and no control
+ * character (the rule of webhook names). A NUL cannot be stored in a PostgreSQL text column at all,
+ * and the others would reach lists and logs. Trimmed by the routes.
+ */
+export const Name = Type.String({
+  minLength: 1,
+  maxLength: 200,
+  pattern: '^(?=[\\s\\S]*\\S)[^\\u0000-\\u001f\\u007f]*$',
+  description: 'At least one visible character; no control characters. Leading and trailing spaces are trimmed.',
+});
 export const ADMIN_TAGS = ['admin'];

@@ -7,12 +7,10 @@ import type { FeatureDeps } from '../deps.js';
 import { notFound } from '../http/errors.js';
 import { problemResponses } from '../http/openapi.js';
 import { MarketplaceCode } from '../http/path-params.js';
-import { Id, IdParams, Timestamp } from './admin-schemas.js';
+import { Id, IdParams, Name, Timestamp } from './admin-schemas.js';
 import { actorOf } from './admin-audit.repository.js';
 import { ADMIN_SECURITY, requireRole } from './admin-guard.js';
 import { ADMIN_PAGE_SIZE, decodeKey, LINK_HEADER, pageOf, PageQuery } from './admin-pages.js';
-
-const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' });
 
 const Active = Type.Boolean({ description: 'False while deactivated: its users and API keys are refused (401), its events refused (409 `tenant_inactive`), its webhooks paused.' });
 const Marketplace = Type.Object({ code: Type.String(), name: Type.String(), active: Active, created_at: Timestamp }, { additionalProperties: false });

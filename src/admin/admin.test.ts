@@ -68,6 +68,18 @@ describe('administration over HTTP', () => {
     ]);
   });
 
+  test('a name with a NUL or another control character is refused with 400, not a 500 from the database', async () => {
+    for (const name of ['\u0000', 'Acme\u0000', 'A\u001fB', 'A\u007f']) {
+      const created = await call('POST', '/api/v2/admin/sellers', { id: 700, name });
+      assert.equal(created.statusCode, 400, JSON.stringify(name));
+      assert.equal(created.json().code, 'validation_failed');
+      assert.equal((await call('POST', '/api/v2/admin/marketplaces', { code: 'NUL', name })).statusCode, 400, JSON.stringify(name));
+    }
+    assert.equal((await call('POST', '/api/v2/admin/sellers', { id: 700, name: 'Seven hundred' })).statusCode, 201);
+    assert.equal((await call('PATCH', '/api/v2/admin/sellers/700', { name: 'x\u0000' })).statusCode, 400);
+    assert.equal((await call('GET', '/api/v2/admin/sellers/700')).json().name, 'Seven hundred');
+  });
+
   test('lists are paginated with Link rel="next" until the last page', async () => {
     for (let id = 600; id < 605; id++) assert.equal((await call('POST', '/api/v2/admin/sellers', { id, name: `S${id}` })).statusCode, 201);
     const seen: number[] = [];

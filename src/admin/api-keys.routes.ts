@@ -8,7 +8,7 @@ import type { FeatureDeps } from '../deps.js';
 import { AppError, notFound } from '../http/errors.js';
 import { problemResponses } from '../http/openapi.js';
 import { MarketplaceCode } from '../http/path-params.js';
-import { Id, IdParams, RoleSchema } from './admin-schemas.js';
+import { Id, IdParams, Name, RoleSchema } from './admin-schemas.js';
 import { actorOf } from './admin-audit.repository.js';
 import { ADMIN_SECURITY, requireRole } from './admin-guard.js';
 import { ADMIN_PAGE_SIZE, decodeKey, LINK_HEADER, pageOf, PageQuery } from './admin-pages.js';
@@ -62,7 +62,7 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
       ...schema, operationId: 'createApiKey', summary: 'Create an API key',
       description: 'Returns the key once. It is sent as `Authorization: Bearer <key>` and acts like a user of its role: an admin key everywhere, a marketplace key for its marketplace (including events of every seller connected to it), a seller key for its seller. Marketplace credentials may create keys of their own marketplace only.',
       body: Type.Object({
-        name: Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' }),
+        name: Name,
         role: Role,
         marketplace_code: Type.Optional(MarketplaceCode),
         seller_id: Type.Optional(Id),

@@ -77,7 +77,7 @@ describe('API keys', () => {
     assert.equal(stillThere.revoked_at, null);
   });
 
-  test('scope must fit the role, and exist', async () => {
+  test('scope must fit the role, and exist; the name must be visible text', async () => {
     for (const body of [
       { name: 'x', role: 'marketplace' },
       { name: 'x', role: 'seller' },
@@ -86,6 +86,8 @@ describe('API keys', () => {
       { name: 'x', role: 'seller', seller_id: 999 },
       { name: 'x', role: 'marketplace', marketplace_code: 'NOPE' },
       { name: '', role: 'admin' },
+      { name: 'k\u0000', role: 'admin' },
+      { name: 'tab\tkey', role: 'admin' },
       { name: 'x', role: 'root' },
     ]) {
       const response = await ctx.app.inject({ method: 'POST', url: '/api/v2/admin/api-keys', headers: world.headers.admin, payload: body });
