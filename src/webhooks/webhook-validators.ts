@@ -21,8 +21,9 @@ export function checkCode(code: string): Checked<string> {
 }
 
 export const NAME_MAX_LENGTH = 200;
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f]/;
+/** The control characters a name may not hold (C0 and DEL), as a regular-expression class body. */
+export const CONTROL_CHARACTERS = '\\u0000-\\u001f\\u007f';
+const CONTROL = new RegExp(`[${CONTROL_CHARACTERS}]`);
 
 /** Trimmed; control characters are refused because a label is shown in lists and logs. */
 export function checkName(name: string): Checked<string> {
