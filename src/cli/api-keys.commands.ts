@@ -1,7 +1,7 @@
 import { CLI_ACTOR } from '../admin/admin-audit.repository.js';
 import { listApiKeys } from '../auth/api-keys.repository.js';
 import { createApiKey, revokeApiKeyById } from '../auth/api-keys.service.js';
-import { CLI_PAGE, optional, readAll, requireCode, requireId, requireText, table, type Command } from './command.js';
+import { CLI_PAGE, optional, readAll, requireCode, requireId, requireName, table, type Command } from './command.js';
 import { requireRole } from './users.commands.js';
 import { UsageError } from './usage-error.js';
 
@@ -14,7 +14,7 @@ export const apiKeyCommands: Command[] = [
     details: '--marketplace is required with --role marketplace, --seller with --role seller; an admin key takes neither. Send the key as Authorization: Bearer <key>.',
     options: { name: { type: 'string' }, role: { type: 'string' }, marketplace: { type: 'string' }, seller: { type: 'string' } },
     async run({ values }, ctx) {
-      const name = requireText(values.name, '--name');
+      const name = requireName(values.name, '--name');
       if (values.role === undefined) throw new UsageError('--role is required (admin, marketplace or seller).');
       const role = requireRole(values.role);
       if ((role === 'marketplace') !== (values.marketplace !== undefined)) throw new UsageError('--marketplace <code> is required with --role marketplace, and only with it.');

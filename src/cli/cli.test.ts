@@ -65,6 +65,11 @@ describe('plaza CLI (in-process)', () => {
       [['sellers', 'activate'], /<id> is required/],
       [['marketplaces', 'deactivate', 'bad code!'], /only letters, digits/],
       [['marketplaces', 'activate', 'meli', 'extra'], /Unexpected argument "extra"/],
+      // The names' rule of the admin API: no control characters, at most 200 characters.
+      [['marketplaces', 'add', 'meli', '--name', 'Mercado\tLibre'], /--name must not contain control characters/],
+      [['sellers', 'add', '42', '--name', 'Acme\u0000'], /--name must not contain control characters/],
+      [['api-keys', 'add', '--name', 'ci\nkey', '--role', 'admin'], /--name must not contain control characters/],
+      [['sellers', 'add', '42', '--name', 'x'.repeat(201)], /--name must be at most 200 characters/],
     ];
     for (const [args, message] of cases) {
       const run = await runInProcess(args, { stdin: 'long-enough-password' });

@@ -2,6 +2,7 @@ import type { ParseArgsConfig } from 'node:util';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import { CODE_PATTERN } from '../http/path-params.js';
+import { checkName } from '../webhooks/webhook-validators.js';
 import { UsageError } from './usage-error.js';
 
 /**
@@ -52,6 +53,13 @@ const CODE = new RegExp(CODE_PATTERN);
 export function requireText(value: string | boolean | undefined, name: string): string {
   if (typeof value !== 'string' || value.trim() === '') throw new UsageError(`${name} is required.`);
   return value.trim();
+}
+
+/** The name of a marketplace, a seller or an API key: the rule the admin API applies (checkName). */
+export function requireName(value: string | boolean | undefined, name: string): string {
+  const checked = checkName(requireText(value, name));
+  if (!checked.ok) throw new UsageError(`${name} ${checked.message}.`);
+  return checked.value;
 }
 
 export function requireCode(value: string | boolean | undefined, name = '<code>'): string {

@@ -1,7 +1,7 @@
 import { listConnections, listMarketplaces, listSellers } from '../accounts/accounts.repository.js';
 import { createConnection, createMarketplace, createSeller, deleteTenant, updateMarketplace, updateSeller } from '../accounts/tenants.service.js';
 import { CLI_ACTOR } from '../admin/admin-audit.repository.js';
-import { CLI_PAGE, optional, readAll, requireCode, requireId, requireText, table, type CliContext, type Command } from './command.js';
+import { CLI_PAGE, optional, readAll, requireCode, requireId, requireName, table, type CliContext, type Command } from './command.js';
 import { UsageError } from './usage-error.js';
 
 const DEACTIVATE_DETAILS =
@@ -28,7 +28,7 @@ export const tenantCommands: Command[] = [
     options: { name: { type: 'string' } },
     async run({ positionals, values }, ctx) {
       const code = requireCode(positionals[0]);
-      const name = requireText(values.name, '--name');
+      const name = requireName(values.name, '--name');
       await createMarketplace(await ctx.database(), code, name, CLI_ACTOR, ctx.now());
       ctx.out(`Marketplace ${code} added.`);
     },
@@ -78,7 +78,7 @@ export const tenantCommands: Command[] = [
     options: { name: { type: 'string' } },
     async run({ positionals, values }, ctx) {
       const id = requireId(positionals[0], '<id>');
-      const name = requireText(values.name, '--name');
+      const name = requireName(values.name, '--name');
       await createSeller(await ctx.database(), id, name, CLI_ACTOR, ctx.now());
       ctx.out(`Seller ${id} added.`);
     },
