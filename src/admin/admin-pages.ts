@@ -2,8 +2,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { invalidField } from '../http/errors.js';
 import { nextPageLink } from '../http/pagination.js';
+import { CODE_PATTERN, MAX_INT32 } from '../http/path-params.js';
 
 export const ADMIN_PAGE_SIZE = 100;
+
+const CODE = new RegExp(CODE_PATTERN);
 
 /** `limit` and `cursor`, as the other lists take them. */
 export const PageQuery = Type.Object(
@@ -21,11 +24,16 @@ export function encodeKey(key: string | number): string {
   return Buffer.from(JSON.stringify(key)).toString('base64url');
 }
 
+/**
+ * The key a cursor holds, checked as what it can be: an id of an `integer` column or a code. A forged
+ * key past either (2^31, a NUL the database cannot hold) is a 400 here rather than a 500 in SQL.
+ */
 export function decodeKey<K extends string | number>(cursor: string | undefined, initial: K): K {
   if (cursor === undefined) return initial;
   try {
     const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (typeof value === typeof initial && (typeof value !== 'number' || Number.isSafeInteger(value))) return value as K;
+    if (typeof value !== typeof initial) throw new TypeError('another kind of key');
+    if (typeof value === 'number' ? Number.isInteger(value) && value >= 0 && value <= MAX_INT32 : CODE.test(value as string)) return value as K;
   } catch {
     // falls through to the 400 below
   }

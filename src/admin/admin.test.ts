@@ -96,6 +96,13 @@ describe('administration over HTTP', () => {
     assert.deepEqual(seen, [...seen].sort((a, b) => a - b));
     for (let id = 600; id < 605; id++) assert.ok(seen.includes(id));
     assert.equal((await call('GET', '/api/v2/admin/sellers?cursor=garbage')).statusCode, 400);
+    // Forged keys past what the columns hold: 400 naming the cursor, not a 500 from the database.
+    const forged = (key: unknown) => Buffer.from(JSON.stringify(key)).toString('base64url');
+    for (const [list, key] of [['sellers', 2 ** 31], ['users', 2 ** 31], ['connections', -1], ['api-keys', 2 ** 31], ['marketplaces', '\u0000'], ['marketplaces', 'a b']] as const) {
+      const response = await call('GET', `/api/v2/admin/${list}?cursor=${forged(key)}`);
+      assert.equal(response.statusCode, 400, `${list} ${JSON.stringify(key)}: ${response.body}`);
+      assert.equal(response.json().errors[0].field, 'query.cursor');
+    }
   });
 
   test('users: create (admins without a seller), get, list without password hashes, delete', async () => {
@@ -130,6 +137,26 @@ describe('administration over HTTP', () => {
     }
     const { rows } = await ctx.db.query(`SELECT 1 FROM events WHERE event_id = 'ORD-GONE' OR body::text LIKE '%ORD-GONE%'`);
     assert.equal(rows.length, 0, 'nothing was stored');
+  });
+
+  test('administration needs a live user: a deactivated or deleted admin\'s token, still valid, is refused (401) and mints nothing', async () => {
+    const other = await seedUser(ctx.db, { role: 'admin', sellerId: 1 });
+    const token = bearer(await accessTokenFor(ctx, other));
+    const mintKey = () => call('POST', '/api/v2/admin/api-keys', { name: 'persist', role: 'admin' }, token);
+    assert.equal((await call('GET', '/api/v2/admin/users', undefined, token)).statusCode, 200, 'the token works while its user is active');
+    assert.equal((await call('PATCH', `/api/v2/admin/users/${other.id}`, { active: false })).statusCode, 200);
+    for (const response of [await mintKey(), await call('PATCH', `/api/v2/admin/users/${other.id}`, { active: true }, token), await call('GET', '/api/v2/admin/users', undefined, token)]) {
+      assert.equal(response.statusCode, 401, response.body);
+      assert.equal(response.json().detail, 'The user of this access token is deactivated.');
+    }
+    assert.equal((await call('GET', `/api/v2/admin/users/${other.id}`)).json().active, false, 'it did not switch itself back on');
+    assert.equal((await call('DELETE', `/api/v2/admin/users/${other.id}`)).statusCode, 204);
+    for (const response of [await mintKey(), await call('POST', '/api/v2/admin/users', { username: 'ghost-admin', password: 'long enough pw', role: 'admin' }, token)]) {
+      assert.equal(response.statusCode, 401, response.body);
+      assert.equal(response.json().detail, 'The user of this access token no longer exists.');
+    }
+    const { rows } = await ctx.db.query(`SELECT 1 FROM api_keys WHERE name = 'persist' UNION ALL SELECT 1 FROM users WHERE username = 'ghost-admin'`);
+    assert.equal(rows.length, 0, 'nothing was created');
   });
 
   test('deactivating a user revokes every session; activating again does not revive them', async () => {

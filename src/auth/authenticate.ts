@@ -17,9 +17,12 @@ declare module 'fastify' {
 const API_KEY_BEARER = /^Bearer (plz_.*)$/i;
 const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*)$/i;
 
-function unauthorized(detail: string): AppError {
+/** 401 for a credential that is not (or no longer) good, with the header RFC 6750 asks for. */
+export function unauthorized(detail: string): AppError {
   return new AppError('unauthorized', detail, { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
 }
+
+export const USER_GONE = 'The user of this access token no longer exists.';
 
 /**
  * An access token is stateless: it outlives its user's deletion (at most ACCESS_TOKEN_TTL_SECONDS).
@@ -29,7 +32,7 @@ function unauthorized(detail: string): AppError {
 export const refuseIfUserGone =
   (constraint: string) =>
   (error: unknown): never => {
-    throw isForeignKeyViolation(error, constraint) ? unauthorized('The user of this access token no longer exists.') : error;
+    throw isForeignKeyViolation(error, constraint) ? unauthorized(USER_GONE) : error;
   };
 
 // One verifier (and cache) per key set, shared by every route plugin of an app.

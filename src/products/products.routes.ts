@@ -4,6 +4,7 @@ import type { FeatureDeps } from '../deps.js';
 import { authenticate, principalOf } from '../auth/authenticate.js';
 import { invalidField } from '../http/errors.js';
 import { problemResponses } from '../http/openapi.js';
+import { MAX_INT32 } from '../http/path-params.js';
 import { listProductsOfSeller } from './products.repository.js';
 
 export const DEFAULT_PAGE_SIZE = 50;
@@ -34,8 +35,9 @@ const encodeCursor = (id: number) => Buffer.from(`p:${id}`).toString('base64url'
 
 function decodeCursor(cursor: string | undefined): number {
   if (cursor === undefined) return 0;
-  const match = /^p:(\d{1,15})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  if (!match) throw invalidField('query.cursor', 'is not a cursor returned by this endpoint');
+  const match = /^p:(\d{1,10})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  // Product ids are `integer`: a forged id past it would be an error in SQL, not a page.
+  if (!match || Number(match[1]) > MAX_INT32) throw invalidField('query.cursor', 'is not a cursor returned by this endpoint');
   return Number(match[1]);
 }
 

@@ -73,7 +73,7 @@ describe('GET /api/v2/products', () => {
 
   test('bad limit or cursor is 400 naming the field', async () => {
     const token = await accessTokenFor(ctx, alice);
-    for (const [query, field] of [['?limit=0', 'query.limit'], ['?limit=101', 'query.limit'], ['?limit=abc', 'query.limit'], ['?cursor=zzz', 'query.cursor'], ['?cursor=' + Buffer.from('p:-1').toString('base64url'), 'query.cursor']] as const) {
+    for (const [query, field] of [['?limit=0', 'query.limit'], ['?limit=101', 'query.limit'], ['?limit=abc', 'query.limit'], ['?cursor=zzz', 'query.cursor'], ['?cursor=' + Buffer.from('p:-1').toString('base64url'), 'query.cursor'], ['?cursor=' + Buffer.from('p:2147483648').toString('base64url'), 'query.cursor']] as const) {
       const response = await getProducts(ctx, token, query);
       assert.equal(response.statusCode, 400, query);
       assert.equal(response.json().errors[0].field, field, query);

@@ -93,7 +93,7 @@ describe('webhook list pagination', () => {
   });
 
   test('a bad limit or cursor is 400', async () => {
-    for (const query of ['limit=0', 'limit=101', 'limit=abc', 'cursor=nope', `cursor=${Buffer.from('{"a":1}').toString('base64url')}`]) {
+    for (const query of ['limit=0', 'limit=101', 'limit=abc', 'cursor=nope', `cursor=${Buffer.from('{"a":1}').toString('base64url')}`, `cursor=${Buffer.from('["\\u0000",1]').toString('base64url')}`]) {
       const body = assertProblem(await call(ctx, seller, 'GET', `/v1/mlb/webhooks?${query}`), 400, 'validation_failed');
       assert.match(body.errors![0]!.field, /^query\./);
     }
