@@ -13,7 +13,7 @@ import type { AppDeps, FeatureDeps } from './deps.js';
 import { registerOpenApi } from './http/openapi.js';
 import { registerProblemHandlers, sendFrameworkProblem, writeClientProblem } from './http/problem.js';
 import { defaultBodyLimit } from './http/body-limits.js';
-import { refuseDeepBodies } from './http/json-depth.js';
+import { refuseUnfitInput } from './http/input-guard.js';
 import { trackAllowedMethods } from './http/method-not-allowed.js';
 import { registerResponseHeaders } from './http/response-headers.js';
 import { createTenantRateLimits } from './http/tenant-rate-limit.js';
@@ -78,7 +78,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const app = Fastify(options).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
   app.setValidatorCompiler(createValidatorCompiler());
-  app.addHook('preValidation', refuseDeepBodies);
+  app.addHook('preValidation', refuseUnfitInput);
   // Only JSON bodies are part of the API; anything else is 415.
   app.removeContentTypeParser('text/plain');
   registerResponseHeaders(app);

@@ -151,6 +151,7 @@ export async function requeueDelivery(db: Queryable, webhookId: number, delivery
 
 export interface EventView {
   event_id: string;
+  seller_id: number;
   topic: string;
   entity_id: string;
   created_at: Date;
@@ -160,20 +161,30 @@ export interface EventView {
 /**
  * One event and its deliveries to the webhooks the tenant may see (every tenant's for admins).
  * undefined when the event does not exist or reached none of them: another tenant's event is not
- * disclosed.
+ * disclosed. An event_id is unique per seller only, so for a marketplace's webhooks (every seller)
+ * it can name several events: `sellerId` picks one; without it, such an answer is `{ sellers }`,
+ * the sellers to choose from (the caller's webhooks received all their events), never a mix.
  */
-export async function findEventDeliveries(db: Queryable, marketplaceCode: string, eventId: string, tenant: { kind: string; id: string } | undefined): Promise<EventView | undefined> {
-  const { rows } = await db.query<DeliverySummary & { webhook_code: string; entity_id: string; topic: string; event_created_at: Date }>(
-    `SELECT ${SUMMARY_COLUMNS}, w.code AS webhook_code, e.entity_id, e.topic, e.created_at AS event_created_at
+export async function findEventDeliveries(
+  db: Queryable,
+  marketplaceCode: string,
+  eventId: string,
+  tenant: { kind: string; id: string } | undefined,
+  sellerId: number | undefined,
+): Promise<EventView | { sellers: number[] } | undefined> {
+  const { rows } = await db.query<DeliverySummary & { webhook_code: string; seller_id: number; entity_id: string; topic: string; event_created_at: Date }>(
+    `SELECT ${SUMMARY_COLUMNS}, w.code AS webhook_code, e.seller_id, e.entity_id, e.topic, e.created_at AS event_created_at
        FROM events e
        JOIN deliveries d ON d.event_id = e.id
        JOIN webhooks w ON w.id = d.webhook_id
-      WHERE e.marketplace_code = $1 AND e.event_id = $2
+      WHERE e.marketplace_code = $1 AND e.event_id = $2 AND ($5::int IS NULL OR e.seller_id = $5)
         AND ($3::text IS NULL OR (w.tenant_kind = $3 AND w.tenant_id = $4))
       ORDER BY w.code, d.id`,
-    [marketplaceCode, eventId, tenant?.kind ?? null, tenant?.id ?? null],
+    [marketplaceCode, eventId, tenant?.kind ?? null, tenant?.id ?? null, sellerId ?? null],
   );
   const first = rows[0];
   if (!first) return undefined;
-  return { event_id: first.event_id, topic: first.topic, entity_id: first.entity_id, created_at: first.event_created_at, deliveries: rows };
+  const sellers = [...new Set(rows.map((row) => row.seller_id))];
+  if (sellers.length > 1) return { sellers: sellers.sort((a, b) => a - b) };
+  return { event_id: first.event_id, seller_id: first.seller_id, topic: first.topic, entity_id: first.entity_id, created_at: first.event_created_at, deliveries: rows };
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { deliveriesOf, insertWebhook, postEvent, sampleEvent, seedWorld, type World } from '../events/test-support.js';
+import { deliveriesOf, insertWebhook, order, postEvent, sampleEvent, seedWorld, type World } from '../events/test-support.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { DELIVERY_CHANNEL } from './deliveries.repository.js';
 import { databaseNow } from './delivery-test-kit.js';
@@ -138,11 +138,35 @@ describe('seeing and steering deliveries', () => {
       ['status=lost', 'query.status'],
       ['since=yesterday', 'query.since'],
       ['cursor=bm90LWEtY3Vyc29y', 'query.cursor'],
+      ['entity_id=%00', 'query.entity_id'],
     ] as const) {
       const response = await get(`${base}/deliveries?${query}`);
       assert.equal(response.statusCode, 400, query);
       assert.ok(response.json().errors.some((error: { field: string }) => error.field === field), query);
     }
+    const replay = await post(`${base}/replay`, { entity_id: '\u0000', dry_run: true });
+    assert.equal(replay.statusCode, 400, replay.body);
+    assert.equal(replay.json().errors[0].field, 'body.entity_id');
+  });
+
+  test('an event whose strings hold a NUL or an unpaired surrogate is refused (400, field named): the delivery log stays readable', async () => {
+    await sendOrders(1);
+    // Written as JSON text: the escapes reach the server as a producer would send them.
+    for (const [extra, field] of [
+      ['{"note":"\\u0000"}', 'body.order.extra.note'],
+      ['{"note":"a\\ud800"}', 'body.order.extra.note'],
+      ['{"\\udc00":"x"}', 'body.order.extra'],
+    ]) {
+      const event = JSON.stringify(sampleEvent('order/create', world, { event_id: 'poison' })).replace('"reference_order"', `"extra":${extra},"reference_order"`);
+      const response = await ctx.app.inject({ method: 'POST', url: '/v1/MKT/events', headers: { ...world.headers.admin, 'content-type': 'application/json' }, payload: event });
+      assert.equal(response.statusCode, 400, `${extra}: ${response.body}`);
+      assert.equal(response.json().errors[0].field, field, extra);
+    }
+    const nulKey = await postEvent(ctx, world.headers.admin, sampleEvent('order/create', world, { event_id: 'poison', entity_id: 'ORD\u0000' }));
+    assert.equal(nulKey.statusCode, 400, nulKey.body);
+    // A surrogate pair is text: accepted.
+    assert.equal((await postEvent(ctx, world.headers.admin, sampleEvent('order/create', world, { event_id: 'emoji', order: { ...order('ORD-1'), note: '\ud83d\ude00' } }))).statusCode, 202);
+    assert.equal((await get(`${base}/deliveries`)).statusCode, 200);
   });
 
   test('one delivery shows its attempts, oldest first, with the stored response prefix', async () => {

@@ -19,6 +19,7 @@ import {
   DeliveryParams,
   EventDeliveries,
   EventDeliveriesParams,
+  EventDeliveriesQuery,
   ListQuery,
   ReplayBody,
   ReplayResult,
@@ -174,17 +175,20 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
         description: 'The event (by the event_id given or generated at intake) and its delivery to each of your webhooks it matched (admins: every tenant\'s). 404 when it reached none of them.',
         security: [{ bearerAuth: [] }],
         params: EventDeliveriesParams,
-        response: { 200: EventDeliveries, ...problemResponses(400, 401, 404) },
+        querystring: EventDeliveriesQuery,
+        response: { 200: EventDeliveries, ...problemResponses(400, 401, 404, 409) },
       },
     },
     async (request) => {
       const principal = principalOf(request);
       const { marketplace_code: marketplaceCode, event_id: eventId } = request.params;
       await assertMarketplaceAccess(db, principal, marketplaceCode);
-      const view = await findEventDeliveries(db, marketplaceCode, eventId, principal.role === 'admin' ? undefined : tenantOf(principal));
+      const view = await findEventDeliveries(db, marketplaceCode, eventId, principal.role === 'admin' ? undefined : tenantOf(principal), request.query.seller_id);
       if (!view) throw notFound('No delivery of this event to your webhooks exists.');
+      if ('sellers' in view) throw new AppError('conflict', `This event_id names events of sellers ${view.sellers.join(', ')}; choose one with ?seller_id=.`);
       return {
         event_id: view.event_id,
+        seller_id: view.seller_id,
         topic: view.topic,
         entity_id: view.entity_id,
         created_at: new Date(view.created_at).toISOString(),

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { MarketplaceCode, WebhookCode, WebhookParams } from '../http/path-params.js';
+import { MarketplaceCode, MAX_INT32, WebhookCode, WebhookParams } from '../http/path-params.js';
 import { DELIVERY_STATUSES, type DeliveryAttempt, type DeliverySummary } from './deliveries.repository.js';
 import { EVENT_TOPICS, EventId, ORDER_REFERENCE_MAX_LENGTH } from '../events/event-schema.js';
 import { REPLAYABLE_STATUSES } from './replay.js';
@@ -95,8 +95,15 @@ export const ReplayResult = Type.Object({
 
 export const EventDeliveriesParams = Type.Object({ marketplace_code: MarketplaceCode, event_id: EventId('The event_id given or generated at intake.') });
 export const EventDelivery = Type.Object({ webhook_code: WebhookCode, ...DeliveryItem.properties });
+export const EventDeliveriesQuery = Type.Object(
+  {
+    seller_id: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_INT32, description: 'The seller the event is for. An event_id is unique per seller only: needed when it names events of several sellers (409 otherwise).' })),
+  },
+  { additionalProperties: false },
+);
 export const EventDeliveries = Type.Object({
   event_id: Type.String(),
+  seller_id: Type.Integer({ description: 'The seller the event is for.' }),
   topic: Type.String(),
   entity_id: Type.String(),
   created_at: Timestamp,

@@ -70,5 +70,15 @@ describe('tenant isolation in ordering and idempotency', () => {
     const results = await deliverDue(deliverer);
     assert.equal(results.length, 2);
     assert.deepEqual([sellerOf(0), sellerOf(1)].sort(), [1, 2]);
+
+    // The marketplace's webhook got both: looking the key up never mixes the two events.
+    const lookUp = (query = '') => ctx.app.inject({ url: `/v1/MKT/events/${key}/deliveries${query}`, headers: world.headers.marketplace });
+    const ambiguous = await lookUp();
+    assert.equal(ambiguous.statusCode, 409, ambiguous.body);
+    assert.match(ambiguous.json().detail, /sellers 1, 2/);
+    const second = (await lookUp('?seller_id=2')).json();
+    assert.deepEqual([second.seller_id, second.entity_id, second.deliveries.length], [2, 'ORD-9', 1]);
+    assert.equal((await lookUp('?seller_id=1')).json().entity_id, 'ORD-1');
+    assert.equal((await lookUp('?seller_id=3')).statusCode, 404);
   });
 });

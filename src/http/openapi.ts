@@ -22,6 +22,7 @@ export const ProblemSchema = {
       items: { type: 'object', required: ['field', 'message'], properties: { field: { type: 'string' }, message: { type: 'string' } } },
     },
     retry_after: { type: 'integer', description: 'Seconds to wait, on 429 and 503.' },
+    limit: { type: 'integer', description: 'The limit reached, on 409 `webhook_limit_reached`.' },
   },
 } as const;
 

@@ -23,6 +23,7 @@ describe('webhook limit per tenant and marketplace', () => {
     for (const code of ['a', 'b', 'c']) await createWebhookAs(ctx, seller1, 'mlb', { code });
     const body = assertProblem(await call(ctx, seller1, 'POST', '/v1/mlb/webhooks', webhookBody({ code: 'd' })), 409, 'webhook_limit_reached');
     assert.match(body.detail, /3/);
+    assert.equal((body as unknown as { limit: number }).limit, 3, 'the problem carries the limit');
     await createWebhookAs(ctx, seller1, 'mla', { code: 'd' });
     await createWebhookAs(ctx, seller2, 'mlb', { code: 'd' });
     // Deleting one makes room again.
