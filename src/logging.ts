@@ -14,6 +14,9 @@ export const REDACTED_PATHS = [
   '*.token',
   '*.secret',
   '*.headers.authorization',
+  // A database error's detail can quote the row it refused ("Failing row contains (…)", "Key (…)=(…)"):
+  // a password hash, a key's hash. The message and the SQLSTATE code say what went wrong.
+  'err.detail',
 ];
 
 export interface LogOutput {

@@ -18,7 +18,9 @@ runCli(process.argv.slice(2), context)
     if (code !== 0) process.exit(code);
   })
   .catch(async (error: unknown) => {
-    console.error(error);
+    // The stack, not the object: a database error's own fields (detail: "Failing row contains (…)")
+    // may hold the values of the row, a password hash among them.
+    console.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
     await context.close().catch(() => {});
     process.exit(1);
   });

@@ -1,8 +1,18 @@
 import { Type } from 'typebox';
 
+const MAX_LENGTH = 200;
+const PATTERN = '^[^\\u0000-\\u001f\\u007f]+$';
+
 /**
  * A user name as login takes it and administration creates it: 1–200 characters (the users
  * table's CHECK), none of them a control character (never part of a name, and PostgreSQL text
  * cannot hold NUL).
  */
-export const UserName = Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\u0000-\\u001f\\u007f]+$' });
+export const UserName = Type.String({ minLength: 1, maxLength: MAX_LENGTH, pattern: PATTERN });
+
+const USER_NAME = new RegExp(PATTERN);
+
+/** The same rule, for names that do not come through HTTP validation (the CLI). Lengths in characters, as the CHECK counts them. */
+export function isUserName(text: string): boolean {
+  return [...text].length <= MAX_LENGTH && USER_NAME.test(text);
+}

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { MAX_INT32 } from '../http/path-params.js';
-import { CONTROL_CHARACTERS, NAME_MAX_LENGTH } from '../webhooks/webhook-validators.js';
+import { CONTROL_CHARACTERS, NAME_MAX_LENGTH, VISIBLE_CHARACTER } from '../webhooks/webhook-validators.js';
 
 /** Schemas shared by the admin routes. */
 export const Id = Type.Integer({ minimum: 1, maximum: MAX_INT32 });
@@ -16,7 +16,7 @@ export const Timestamp = Type.String({ format: 'date-time' });
 export const Name = Type.String({
   minLength: 1,
   maxLength: NAME_MAX_LENGTH,
-  pattern: `^(?=[\\s\\S]*\\S)[^${CONTROL_CHARACTERS}]*$`,
+  pattern: `^(?=[\\s\\S]*${VISIBLE_CHARACTER})[^${CONTROL_CHARACTERS}]*$`,
   description: 'At least one visible character; no control characters. Leading and trailing spaces are trimmed.',
 });
 export const ADMIN_TAGS = ['admin'];

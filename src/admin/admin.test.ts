@@ -68,8 +68,8 @@ describe('administration over HTTP', () => {
     ]);
   });
 
-  test('a name with a NUL or another control character is refused with 400, not a 500 from the database', async () => {
-    for (const name of ['\u0000', 'Acme\u0000', 'A\u001fB', 'A\u007f']) {
+  test('a name with a NUL or another control character, or with nothing visible, is refused with 400, not a 500 from the database', async () => {
+    for (const name of ['\u0000', 'Acme\u0000', 'A\u001fB', 'A\u007f', '\u200b', ' \u200e\u00a0']) {
       const created = await call('POST', '/api/v2/admin/sellers', { id: 700, name });
       assert.equal(created.statusCode, 400, JSON.stringify(name));
       assert.equal(created.json().code, 'validation_failed');

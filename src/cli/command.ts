@@ -3,6 +3,7 @@ import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import { CODE_PATTERN } from '../http/path-params.js';
 import { checkName } from '../webhooks/webhook-validators.js';
+import { isUserName } from '../accounts/user-name.js';
 import { UsageError } from './usage-error.js';
 
 /**
@@ -60,6 +61,13 @@ export function requireName(value: string | boolean | undefined, name: string): 
   const checked = checkName(requireText(value, name));
   if (!checked.ok) throw new UsageError(`${name} ${checked.message}.`);
   return checked.value;
+}
+
+/** A user name: the rule login and the admin API apply (UserName). */
+export function requireUserName(value: string | boolean | undefined, name: string): string {
+  const text = requireText(value, name);
+  if (!isUserName(text)) throw new UsageError(`${name} must be 1 to 200 characters, none of them a control character (tab, line break, NUL).`);
+  return text;
 }
 
 export function requireCode(value: string | boolean | undefined, name = '<code>'): string {

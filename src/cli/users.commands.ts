@@ -2,7 +2,7 @@ import { findUserByUsername, listUsers, type Role } from '../accounts/accounts.r
 import { createUser, deleteUser, resetPassword, setUserActiveById } from '../accounts/users.service.js';
 import { CLI_ACTOR } from '../admin/admin-audit.repository.js';
 import type { Database } from '../db/database.js';
-import { CLI_PAGE, optional, readAll, readPassword, requireCode, requireId, requireText, table, type CliContext, type Command } from './command.js';
+import { CLI_PAGE, optional, readAll, readPassword, requireCode, requireId, requireText, requireUserName, table, type CliContext, type Command } from './command.js';
 import { UsageError } from './usage-error.js';
 
 const ROLES: Role[] = ['seller', 'marketplace', 'admin'];
@@ -33,7 +33,7 @@ export const userCommands: Command[] = [
     details: '--seller is required except for admins; --marketplace is required with --role marketplace, and only with it.',
     options: { seller: { type: 'string' }, role: { type: 'string', default: 'seller' }, marketplace: { type: 'string' }, inactive: { type: 'boolean', default: false } },
     async run({ positionals, values }, ctx) {
-      const username = requireText(positionals[0], '<username>');
+      const username = requireUserName(positionals[0], '<username>');
       const role = requireRole(values.role);
       if ((role === 'marketplace') !== (values.marketplace !== undefined)) {
         throw new UsageError('--marketplace <code> is required with --role marketplace, and only with it.');

@@ -51,3 +51,14 @@ test('passwords, tokens, refresh tokens, Authorization headers and webhook secre
   }
   assert.equal(/bearer /i.test(logged), false, 'no Authorization header value is logged');
 });
+
+test("a database error's detail, which quotes the row it refused, is not logged (a password hash, say)", async () => {
+  await seedConnection(db, 2, 'mkt2');
+  const error = await db
+    .query(`INSERT INTO users (username, password_hash, seller_id) VALUES ('', '$argon2id$quoted-hash-value', 2)`)
+    .then(() => undefined, (caught: unknown) => caught);
+  assert.match(String((error as { detail?: string }).detail), /quoted-hash-value/, 'PostgreSQL quotes the row');
+  app.log.error({ err: error }, 'database error');
+  assert.ok(logged.includes('violates check constraint'), 'the error itself is logged');
+  assert.equal(logged.includes('quoted-hash-value'), false);
+});

@@ -11,7 +11,7 @@ import { MarketplaceParams, WebhookParams } from '../http/path-params.js';
 const exampleHeaders = { Authorization: 'Bearer 6f1c2d', 'X-Shop': 'north-1' };
 
 const Code = Type.String({ pattern: CODE_PATTERN, description: 'Identifier of the webhook inside the marketplace: 1–100 ASCII letters, digits, `_` or `-`. Unique per tenant and marketplace; cannot be changed.', examples: ['orders-main'] });
-const Name = Type.String({ description: `Free text label, trimmed, 1–${NAME_MAX_LENGTH} characters, no control characters.`, examples: ['Orders to ERP'] });
+const Name = Type.String({ description: `Free text label, trimmed, 1–${NAME_MAX_LENGTH} characters, no control characters, at least one visible.`, examples: ['Orders to ERP'] });
 const Topic = Type.String({
   description: `One of ${FIXED_TOPICS.join(', ')}, or \`order/status_change/<status_code>\` (also accepted as \`order/status_change/entered_<status_code>\`; stored and returned in the \`entered_\` form). Status codes are 1–32 ASCII letters, digits or \`_\`. Cannot be changed.`,
   examples: ['order/create', 'order/status_change/entered_paid'],

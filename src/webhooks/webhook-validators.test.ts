@@ -123,14 +123,17 @@ describe('webhook seller_id', () => {
 });
 
 describe('webhook name', () => {
-  const reference = (name: string) => name.trim().length > 0 && [...name.trim()].length <= 200 && ![...name.trim()].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f);
-  test('trimmed, 1 to 200 characters, no control characters', () => {
+  const visible = (c: string) => !/^\s$/u.test(c) && !/^\p{Cf}$/u.test(c);
+  const reference = (name: string) =>
+    name.trim().length > 0 && [...name.trim()].length <= 200 && ![...name.trim()].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f) && [...name].some(visible);
+  test('trimmed, 1 to 200 characters, no control characters, one visible at least', () => {
     const names = fc.oneof(anyText, fc.string({ unit: 'grapheme', minLength: 190, maxLength: 210 }), fc.string({ minLength: 1, maxLength: 200 }).map((s) => `  ${s}\n`));
     fc.assert(fc.property(names, (name) => {
       const checked = checkName(name);
       assert.equal(checked.ok, reference(name));
       if (checked.ok) assert.equal(checked.value, name.trim());
     }), RUNS);
+    for (const name of ['\u200b', '\u200e\u00a0', '\ufeff \u2060']) assert.equal(checkName(name).ok, false, JSON.stringify(name));
   });
 });
 

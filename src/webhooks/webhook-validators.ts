@@ -24,13 +24,17 @@ export const NAME_MAX_LENGTH = 200;
 /** The control characters a name may not hold (C0 and DEL), as a regular-expression class body. */
 export const CONTROL_CHARACTERS = '\\u0000-\\u001f\\u007f';
 const CONTROL = new RegExp(`[${CONTROL_CHARACTERS}]`);
+/** A character that shows: not white space, not a format character (a zero-width space, a direction mark); needs the `u` flag. */
+export const VISIBLE_CHARACTER = '[^\\s\\p{Cf}]';
+const VISIBLE = new RegExp(VISIBLE_CHARACTER, 'u');
 
-/** Trimmed; control characters are refused because a label is shown in lists and logs. */
+/** Trimmed; control characters are refused because a label is shown in lists and logs, and so is a label nobody can see. */
 export function checkName(name: string): Checked<string> {
   const trimmed = name.trim();
   if (trimmed.length === 0) return fail('must not be empty');
   if ([...trimmed].length > NAME_MAX_LENGTH) return fail(`must be at most ${NAME_MAX_LENGTH} characters`);
   if (CONTROL.test(trimmed)) return fail('must not contain control characters');
+  if (!VISIBLE.test(trimmed)) return fail('must contain a visible character');
   return ok(trimmed);
 }
 
