@@ -91,7 +91,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
         summary: 'End the current session',
         description: 'Revokes the refresh token of the session in the access token. The access token itself stays valid until it expires.',
         security: [{ bearerAuth: [] }],
-        response: { 204: Type.Null({ description: 'Logged out' }), ...problemResponses(401, 503) },
+        response: { 204: Type.Null({ description: 'Logged out' }), ...problemResponses(401, 403, 503) },
       },
     },
     async (request, reply) => {
@@ -109,7 +109,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
         tags: ['auth'],
         summary: 'End every session of the user',
         security: [{ bearerAuth: [] }],
-        response: { 204: Type.Null({ description: 'Every session ended' }), ...problemResponses(401, 503) },
+        response: { 204: Type.Null({ description: 'Every session ended' }), ...problemResponses(401, 403, 503) },
       },
     },
     async (request, reply) => {

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { projectRoot } from '../paths.js';
+import { accessTokenFor, bearer, seedUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 
 interface Operation {
@@ -73,6 +74,27 @@ describe('the OpenAPI document', () => {
       assert.ok(document.paths[path]!.post!.responses['429'], `${path} 429`);
     }
     for (const { path, method, op } of operations()) if (path !== '/healthz') assert.ok(op.responses['503'], `${method} ${path} 503`);
+    // A body can come with every POST, PUT, PATCH and DELETE, whether the route takes one or not.
+    for (const { path, method, op } of operations()) {
+      if (['post', 'put', 'patch', 'delete'].includes(method)) for (const status of ['413', '415']) assert.ok(op.responses[status], `${method} ${path} ${status}`);
+    }
+  });
+
+  test('what a route without a body schema answers to a body, and to an API key where a user is needed, is declared', async () => {
+    const user = await seedUser(ctx.db, { role: 'admin' });
+    const token = bearer(await accessTokenFor(ctx, user));
+    const asText = { ...token, 'content-type': 'text/plain' };
+    const { key } = (await ctx.app.inject({ method: 'POST', url: '/api/v2/admin/api-keys', headers: token, payload: { name: 'contract', role: 'admin' } })).json() as { key: string };
+    const cases = [
+      { method: 'POST', url: '/api/v2/auth/logout', path: '/api/v2/auth/logout', headers: asText, status: 415 },
+      { method: 'DELETE', url: '/api/v2/admin/sellers/1', path: '/api/v2/admin/sellers/{id}', headers: asText, status: 415 },
+      { method: 'GET', url: '/api/v2/auth/sessions', path: '/api/v2/auth/sessions', headers: { authorization: `Bearer ${key}` }, status: 403 },
+    ] as const;
+    for (const { method, url, path, headers, status } of cases) {
+      const response = await ctx.app.inject({ method, url, headers, payload: method === 'GET' ? undefined : 'x' });
+      assert.equal(response.statusCode, status, `${method} ${url}: ${response.body}`);
+      assert.ok(document.paths[path]![method.toLowerCase()]!.responses[String(status)], `${method} ${path} declares ${status}`);
+    }
   });
 
   test('limit on /api/v2/products is optional, as it is', async () => {

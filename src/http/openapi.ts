@@ -51,6 +51,8 @@ export function responseHeaders<T extends object>(schema: T, ...names: HeaderNam
   return { ...schema, headers: Object.fromEntries(names.map((name) => [name, HEADERS[name]])) };
 }
 
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
 interface RouteSchema {
   hide?: boolean;
   body?: unknown;
@@ -62,16 +64,18 @@ interface RouteSchema {
 /**
  * What every operation has in common, added once here instead of in every route (so that a new route
  * gets it for free): the X-Request-Id header on every response; 503 (database unreachable, with
- * Retry-After) on every route but /healthz; 413 and 415 on routes with a body; Retry-After on 429
+ * Retry-After) on every route but /healthz; 413 and 415 on routes that can get a body; Retry-After on 429
  * and 503, WWW-Authenticate on 401. Throws at start when a route has no operationId: generated
  * clients name their methods after it.
  */
-export function completeOperation(schema: RouteSchema, url: string): RouteSchema {
+export function completeOperation(schema: RouteSchema, url: string, method: string): RouteSchema {
   if (schema.hide) return schema;
   if (!schema.operationId) throw new Error(`Route ${url} has no operationId in its schema.`);
   const extra: number[] = [];
   if (url !== '/healthz') extra.push(503);
-  if (schema.body) extra.push(413, 415);
+  // Fastify reads a body on these methods whenever a Content-Type comes, even where the route takes
+  // none: a body of another type is 415 and one over the limit 413 there too.
+  if (schema.body || BODY_METHODS.has(method)) extra.push(413, 415);
   const responses: Record<string, Record<string, unknown>> = { ...problemResponses(...extra), ...schema.response } as Record<string, Record<string, unknown>>;
   if (!Object.keys(responses).some((status) => status.startsWith('4'))) Object.assign(responses, problemResponses(431));
   for (const [status, response] of Object.entries(responses)) {
@@ -111,9 +115,9 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
     // A route that declares no security is public: say so (`security: []`), as OpenAPI linters require.
-    transform: ({ schema, url }) => {
+    transform: ({ schema, url, route }) => {
       if (!schema) return { schema, url };
-      const complete = completeOperation(schema as RouteSchema, url);
+      const complete = completeOperation(schema as RouteSchema, url, String(route.method));
       return { schema: 'security' in complete ? complete : { ...complete, security: [] }, url };
     },
   });
