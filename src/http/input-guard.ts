@@ -6,7 +6,7 @@ import { AppError, type FieldError } from './errors.js';
  * under ten levels; thousands of levels only serve to exhaust the stack of whatever walks the body
  * next (validation, hashing, serialising), so they are refused before any of it runs.
  */
-export const MAX_JSON_DEPTH = 64;
+const MAX_JSON_DEPTH = 64;
 
 /** A NUL, a high surrogate not followed by a low one, or a low one not preceded by a high one. */
 const UNSTORABLE_TEXT = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
@@ -17,7 +17,7 @@ const UNSTORABLE_TEXT = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\
  * (not Unicode text: a JSON escape such as `\ud800` cannot be read back as text, nor decoded by
  * most receivers). A string that is not such text is refused wherever it comes, with its field.
  */
-export function isStorableText(text: string): boolean {
+function isStorableText(text: string): boolean {
   return !UNSTORABLE_TEXT.test(text);
 }
 
@@ -38,7 +38,7 @@ function fieldOf(node: Pending): string {
 }
 
 /** What is wrong with a parsed JSON body, if anything: too deep, or a key or string not storable. One walk, without recursion. */
-export function bodyFault(body: unknown, maxDepth = MAX_JSON_DEPTH): FieldError | undefined {
+function bodyFault(body: unknown, maxDepth = MAX_JSON_DEPTH): FieldError | undefined {
   const pending: Pending[] = [{ value: body, depth: 1 }];
   while (pending.length > 0) {
     const node = pending.pop()!;
