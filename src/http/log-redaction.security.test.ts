@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, before, test } from 'node:test';
-import pino from 'pino';
-import { buildApp, REDACTED_PATHS, type App } from '../app.js';
+import { buildApp, type App } from '../app.js';
+import { createLogger } from '../logging.js';
 import { loadConfig } from '../config.js';
 import { generateKeys } from '../keys.js';
 import { ManualClock } from '../clock.js';
@@ -16,7 +16,8 @@ let db: TestDatabase;
 
 before(async () => {
   const sink = new Writable({ write: (chunk, _encoding, done) => ((logged += String(chunk)), done()) });
-  const logger = pino({ level: 'trace', redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }, sink);
+  // The process logger itself (redaction and serializers), writing to the sink.
+  const logger = createLogger({ LOG_LEVEL: 'trace', LOG_FORMAT: 'json' }, { stream: sink, isTTY: false });
   db = await createTestDatabase();
   app = await buildApp({ config: loadConfig({ WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' }), db, keys: await generateKeys(), clock: new ManualClock(new Date()), logger });
   await app.ready();
@@ -61,4 +62,13 @@ test("a database error's detail, which quotes the row it refused, is not logged 
   app.log.error({ err: error }, 'database error');
   assert.ok(logged.includes('violates check constraint'), 'the error itself is logged');
   assert.equal(logged.includes('quoted-hash-value'), false);
+});
+
+test('a portal link\'s one-time token and credentials put in a query string are not logged', async () => {
+  const token = 'one-time-portal-token-0123456789abcdefghij';
+  await app.inject({ url: `/portal/link/${token}` });
+  await app.inject({ url: '/api/v2/products?access_token=query-borne-token-value&limit=1' });
+  assert.ok(logged.includes('/portal/link/[redacted]'), 'the request line is there, its token replaced');
+  assert.ok(logged.includes('access_token=[redacted]&limit=1'), 'other query values stay');
+  for (const value of [token, 'query-borne-token-value']) assert.equal(logged.includes(value), false, value);
 });
