@@ -29,6 +29,16 @@ export const FIRST_USER_HINT = {
 /** `plaza serve`: the API, the delivery worker, or both, until SIGTERM or SIGINT. */
 export async function serve(config: Config, role: Role): Promise<void> {
   const logger = createLogger(config);
+  // A signal may come at any moment of the start (an orchestrator, a Ctrl-C while the embedded
+  // server is initialised): it is taken from here on and acted on once the start is complete, so
+  // that shutdown always drains and stops the embedded server instead of Node's default of dying
+  // on the spot (which left a running postgres, or a half-initialised cluster, behind). Waiting
+  // for an unreachable database is the one part of the start that a signal cuts short.
+  const shutdown: { stop?: (signal: string) => Promise<void>; signalled?: string } = {};
+  const onSignal = (signal: string) => (shutdown.stop ? void shutdown.stop(signal) : (shutdown.signalled = signal));
+  process.once('SIGTERM', () => onSignal('SIGTERM'));
+  process.once('SIGINT', () => onSignal('SIGINT'));
+
   // Role all owns the embedded server; --role api|worker may join the one a running Plaza owns.
   const db = await openDatabase(config, {
     onError: (error) => logger.warn({ err: error }, 'database connection error'),
@@ -40,11 +50,15 @@ export async function serve(config: Config, role: Role): Promise<void> {
       process.exit(1);
     },
   });
-  await migrateWhenReachable(db, logger);
   // Keys live in the database (encrypted under SECRETS_KEY): a process whose SECRETS_KEY cannot
   // open them refuses to start here, before serving or delivering anything.
   let keys;
   try {
+    if (!(await migrateWhenReachable(db, logger, () => shutdown.signalled !== undefined))) {
+      logger.info({ signal: shutdown.signalled }, 'stopped before the database could be reached');
+      await db.close();
+      process.exit(0);
+    }
     keys = await loadKeys(config, db, systemClock.now());
   } catch (error) {
     await db.close();
@@ -54,14 +68,6 @@ export async function serve(config: Config, role: Role): Promise<void> {
   if ((await countUsers(db)) === 0) {
     logger.warn(FIRST_USER_HINT, 'no user exists yet');
   }
-
-  // A signal may come as soon as the port answers (an orchestrator, a test): it is taken from here
-  // on and acted on once the start is complete, so that shutdown always drains and stops the
-  // embedded server instead of Node's default of dying on the spot.
-  const shutdown: { stop?: (signal: string) => Promise<void>; signalled?: string } = {};
-  const onSignal = (signal: string) => (shutdown.stop ? void shutdown.stop(signal) : (shutdown.signalled = signal));
-  process.once('SIGTERM', () => onSignal('SIGTERM'));
-  process.once('SIGINT', () => onSignal('SIGINT'));
 
   // One set of metrics, so that /metrics also shows this process's delivery attempts (role all).
   const metrics = createMetrics();
@@ -104,15 +110,19 @@ export async function serve(config: Config, role: Role): Promise<void> {
   if (shutdown.signalled) void shutdown.stop(shutdown.signalled);
 }
 
-/** At start the database may still be coming up (a container starting beside it): wait for it. */
-async function migrateWhenReachable(db: Database, logger: pino.Logger): Promise<void> {
+/**
+ * At start the database may still be coming up (a container starting beside it): wait for it.
+ * False when asked to stop meanwhile.
+ */
+async function migrateWhenReachable(db: Database, logger: pino.Logger, stopAsked: () => boolean): Promise<boolean> {
   for (let attempt = 1; ; attempt++) {
     try {
       const applied = await migrate(db);
       if (applied.length > 0) logger.info({ applied }, 'migrations applied');
-      return;
+      return true;
     } catch (error) {
       if (!isUnavailable(error) || attempt >= 30) throw error;
+      if (stopAsked()) return false;
       logger.warn({ attempt, reason: (error as { code?: string }).code ?? (error as Error).message }, 'database unreachable; retrying in 1 s');
       await new Promise((resolve) => setTimeout(resolve, 1000));
     }

@@ -113,7 +113,7 @@ export function isUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string' && UNAVAILABLE_CODES.has(code)) return true;
-  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection closed/i.test(error.message);
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection closed|Query read timeout/i.test(error.message);
 }
 
 /** Foreign-key violation (23503) of the named constraint: a row the statement refers to is gone. */

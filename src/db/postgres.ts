@@ -89,6 +89,13 @@ export function openPostgres(options: PostgresOptions): Database {
     max: options.poolSize,
     connectionTimeoutMillis: options.connectTimeoutMs,
     statement_timeout: options.statementTimeoutMs,
+    // The server ends a statement at statement_timeout; a server that stops answering altogether
+    // (stopped, partitioned away) would leave the query, and the request behind it, waiting for
+    // ever. Past statement_timeout plus the time a connection may take, the driver gives up (an
+    // unavailable database: 503) and the connection is dropped. TCP keepalive finds a peer that is
+    // gone for connections that wait idle or LISTEN.
+    query_timeout: options.statementTimeoutMs + options.connectTimeoutMs,
+    keepAlive: true,
     // Plaza's statements are short: JIT compilation never pays off for them, yet the planner's
     // estimate for the delivery claim crossed jit_above_cost, and compiling cost 20-45 ms per claim
     // whose execution takes 6 ms (docs/performance.md). Sent with the connection, like the timeout.
