@@ -33,6 +33,24 @@ test('a wrong value stops start-up with a message naming every bad variable', ()
   );
 });
 
+test('a number must be written as one: no boolean, hexadecimal or fraction read as an integer', () => {
+  for (const [name, value] of [['PORT', 'true'], ['PORT', '0x10'], ['PORT', '3203.7'], ['DELIVERY_CONCURRENCY', '1.5'], ['DELIVERY_RETRY_JITTER', 'true'], ['DELIVERY_RETRY_JITTER', '1e-1']]) {
+    assert.throws(() => loadConfig({ [name!]: value }), (error: unknown) => {
+      assert.ok(error instanceof ConfigError);
+      assert.match(error.message, new RegExp(`${name}="${value!.replace('.', '\\.')}": must be a (whole|decimal) number`));
+      return true;
+    }, `${name}=${value}`);
+  }
+  assert.equal(loadConfig({ DELIVERY_RETRY_JITTER: '0' }).DELIVERY_RETRY_JITTER, 0);
+});
+
+test('REDIS_URL must be a Redis URL (the client would only fail at the first login)', () => {
+  for (const value of ['http://x', 'localhost:6379', 'redis://']) {
+    assert.throws(() => loadConfig({ REDIS_URL: value }), /REDIS_URL: must be a Redis URL/, value);
+  }
+  assert.equal(loadConfig({ REDIS_URL: 'rediss://user:pw@cache.example:6380/2' }).REDIS_URL, 'rediss://user:pw@cache.example:6380/2');
+});
+
 test('formats beyond the schema are checked at load too', () => {
   assert.throws(
     () => loadConfig({ WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8, notacidr', DELIVERY_RETRY_SCHEDULE: '5s,soon' }),

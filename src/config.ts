@@ -124,17 +124,21 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const value = env[name];
     if (value !== undefined && value !== '') raw[name] = value;
   }
-  const withDefaults = Value.Default(ConfigSchema, Value.Convert(ConfigSchema, raw));
-  const errors = Value.Errors(ConfigSchema, withDefaults);
-  if (errors.length > 0) {
-    // One line per variable: the first complaint about it is enough to act on.
-    const lines = new Map<string, string>();
-    for (const error of errors) {
-      const name = error.instancePath.replace(/^\//, '') || '(config)';
-      if (!lines.has(name)) lines.set(name, `${shown(name, env)}: ${error.message}${allowedValues(name)}`);
-    }
-    throw invalid([...lines.values()]);
+  // One line per variable: the first complaint about it is enough to act on.
+  const lines = new Map<string, string>();
+  // Value.Convert reads `true` as 1, `0x10` as 16 and `3203.7` as the integer 3203: a number must be
+  // written as a decimal number, or the start stops naming it.
+  for (const [name, value] of Object.entries(raw)) {
+    const type = (ConfigSchema.properties as Record<string, { type?: string }>)[name]!.type;
+    if (type === 'integer' && !/^-?\d+$/.test(String(value))) lines.set(name, `${shown(name, env)}: must be a whole number`);
+    if (type === 'number' && !/^-?\d+(\.\d+)?$/.test(String(value))) lines.set(name, `${shown(name, env)}: must be a decimal number`);
   }
+  const withDefaults = Value.Default(ConfigSchema, Value.Convert(ConfigSchema, raw));
+  for (const error of Value.Errors(ConfigSchema, withDefaults)) {
+    const name = error.instancePath.replace(/^\//, '') || '(config)';
+    if (!lines.has(name)) lines.set(name, `${shown(name, env)}: ${error.message}${allowedValues(name)}`);
+  }
+  if (lines.size > 0) throw invalid([...lines.values()]);
   const config = withDefaults as Config;
   const problems = FORMAT_CHECKS.flatMap(([name, check]) => {
     try {
@@ -176,6 +180,15 @@ const FORMAT_CHECKS: [keyof Config, (config: Config) => void][] = [
       if (scheme !== 'postgres' && scheme !== 'postgresql') {
         throw new Error(`must be a PostgreSQL URL (postgres://user:password@host:5432/database), not ${scheme ? `${scheme}://…` : 'a URL without a scheme'}`);
       }
+    },
+  ],
+  [
+    'REDIS_URL',
+    (config) => {
+      // Checked here: the client would only fail at the first login (a 500 for another scheme).
+      if (config.REDIS_URL === undefined) return;
+      const url = URL.canParse(config.REDIS_URL) ? new URL(config.REDIS_URL) : undefined;
+      if ((url?.protocol !== 'redis:' && url?.protocol !== 'rediss:') || url.hostname === '') throw new Error('must be a Redis URL (redis://host:6379 or rediss://…)');
     },
   ],
   ['WEBHOOK_ALLOWED_NETWORKS', (config) => parseNetworks(config.WEBHOOK_ALLOWED_NETWORKS)],
