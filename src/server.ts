@@ -12,6 +12,7 @@ import { createMetrics } from './delivery/metrics.js';
 import { startOperationsListener } from './operations/operations-listener.js';
 import { loadKeys, startKeyReloader } from './keys.js';
 import { createLogger } from './logging.js';
+import { listenNamed } from './startup-errors.js';
 
 export type Role = 'all' | 'api' | 'worker';
 
@@ -75,7 +76,7 @@ export async function serve(config: Config, role: Role): Promise<void> {
   // Ports first, worker last: a port in use must stop the start before anything has been sent.
   let operations;
   try {
-    if (app) await app.listen({ host: config.HOST, port: config.PORT });
+    if (app) await listenNamed('HOST', 'PORT', () => app.listen({ host: config.HOST, port: config.PORT }));
     operations = await startOperationsListener({ config, db, clock: systemClock, metrics }, logger);
   } catch (error) {
     // A port in use: close what is open (for the owner, the embedded server too), so that the

@@ -5,6 +5,7 @@
  */
 export function describeStartupError(error: unknown): string | undefined {
   if (!(error instanceof Error)) return undefined;
+  if (error instanceof ListenError) return describeListenError(error);
   // A wrapper without a code of its own (DatabaseUnavailableError): the cause says what happened.
   if ((error as { code?: unknown }).code === undefined && error.cause instanceof Error) return describeStartupError(error.cause);
   const e = error as Error & { code?: string; address?: string; port?: number; syscall?: string };
@@ -15,7 +16,7 @@ export function describeStartupError(error: unknown): string | undefined {
     case '28P01':
     case '28000':
       return `the database refused the login in DATABASE_URL (${e.message})`;
-    // Socket errors: the database host, or the port Plaza listens on.
+    // Socket errors of the database connection (those of a listen are ListenErrors).
     case 'ENOTFOUND':
     case 'EAI_AGAIN':
       return `cannot resolve the database host of DATABASE_URL (${e.code} ${(e as { hostname?: string }).hostname ?? ''})`.replace(/ \)$/, ')');
@@ -23,13 +24,42 @@ export function describeStartupError(error: unknown): string | undefined {
     case 'ETIMEDOUT':
     case 'EHOSTUNREACH':
       return `cannot reach the database in DATABASE_URL (${e.code}${e.address ? ` ${e.address}:${e.port}` : ''}); is PostgreSQL running there?`;
+  }
+  return undefined;
+}
+
+/** A listen that failed, with the settings that chose its address: the message names those. */
+export class ListenError extends Error {
+  constructor(
+    readonly hostSetting: string,
+    readonly portSetting: string,
+    cause: Error,
+  ) {
+    super(cause.message, { cause });
+  }
+}
+
+/** Runs a listen; a failure becomes a ListenError naming `hostSetting` and `portSetting` (HOST and PORT, --host and --port). */
+export async function listenNamed<T>(hostSetting: string, portSetting: string, listen: () => Promise<T>): Promise<T> {
+  try {
+    return await listen();
+  } catch (error) {
+    throw error instanceof Error ? new ListenError(hostSetting, portSetting, error) : error;
+  }
+}
+
+function describeListenError({ hostSetting, portSetting, cause }: ListenError): string | undefined {
+  const e = cause as Error & { code?: string; address?: string; port?: number; hostname?: string };
+  switch (e.code) {
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return `cannot resolve the address to listen on (${e.code} ${e.hostname ?? ''}); check ${hostSetting}`.replace(/ \)/, ')');
     case 'EADDRINUSE':
-      return `cannot listen on ${e.address ?? ''}:${e.port ?? ''}: the port is already in use (set PORT or METRICS_PORT to a free one)`;
+      return `cannot listen on ${e.address ?? ''}:${e.port ?? ''}: the port is already in use (set ${portSetting} to a free one)`;
     case 'EACCES':
-      if (e.syscall === 'listen') return `cannot listen on ${e.address ?? ''}:${e.port ?? ''}: permission denied (ports below 1024 need privileges)`;
-      return undefined;
+      return `cannot listen on ${e.address ?? ''}:${e.port ?? ''}: permission denied (ports below 1024 need privileges)`;
     case 'EADDRNOTAVAIL':
-      return `cannot listen on ${e.address ?? ''}: no such local address (check HOST or METRICS_HOST)`;
+      return `cannot listen on ${e.address ?? ''}: no such local address (check ${hostSetting})`;
   }
   return undefined;
 }

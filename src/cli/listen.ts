@@ -5,6 +5,7 @@ import { systemClock, type Clock } from '../clock.js';
 import { signatureMatches } from '../delivery/signature.js';
 import { secretKeyBytes } from '../webhooks/secret-box.js';
 import { UsageError } from './usage-error.js';
+import { listenNamed } from '../startup-errors.js';
 
 /** Standard Webhooks receivers refuse timestamps further than this from their clock (replays). */
 export const TIMESTAMP_TOLERANCE_SECONDS = 5 * 60;
@@ -81,10 +82,12 @@ export async function startListener(options: ListenOptions, print: (text: string
       response.writeHead(options.status, { 'content-type': 'application/json' }).end(JSON.stringify({ status: options.status }));
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, resolve);
-  });
+  await listenNamed('--host', '--port', () =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port, options.host, resolve);
+    }),
+  );
   return {
     port: (server.address() as AddressInfo).port,
     close: () =>

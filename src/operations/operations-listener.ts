@@ -7,6 +7,7 @@ import { ProblemSchema } from '../http/openapi.js';
 import { registerProblemHandlers } from '../http/problem.js';
 import { OneLinePerRequest } from '../http/request-log.js';
 import { registerResponseHeaders } from '../http/response-headers.js';
+import { listenNamed } from '../startup-errors.js';
 
 type OperationsDeps = Pick<FeatureDeps, 'config' | 'db' | 'clock' | 'metrics'>;
 
@@ -44,7 +45,7 @@ export async function buildOperationsApp(deps: OperationsDeps, logger?: FastifyB
 export async function startOperationsListener(deps: OperationsDeps, logger: FastifyBaseLogger): Promise<OperationsListener & { port: number }> {
   collectDefaultMetrics({ register: deps.metrics.registry });
   const listener = await buildOperationsApp(deps, logger);
-  await listener.app.listen({ host: deps.config.METRICS_HOST, port: deps.config.METRICS_PORT });
+  await listenNamed('METRICS_HOST', 'METRICS_PORT', () => listener.app.listen({ host: deps.config.METRICS_HOST, port: deps.config.METRICS_PORT }));
   const address = listener.app.server.address();
   return { ...listener, port: typeof address === 'object' && address ? address.port : deps.config.METRICS_PORT };
 }
