@@ -9,6 +9,7 @@ import { AppError, type FieldError } from './errors.js';
 const MAX_JSON_DEPTH = 64;
 
 /** A NUL, a high surrogate not followed by a low one, or a low one not preceded by a high one. */
+// eslint-disable-next-line no-control-regex -- the NUL is what this looks for
 const UNSTORABLE_TEXT = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /**
