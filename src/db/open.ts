@@ -1,5 +1,6 @@
 import pino from 'pino';
 import type { Config } from '../config.js';
+import { createLogger } from '../logging.js';
 import type { Database } from './database.js';
 import { findRunningEmbeddedServer } from './embedded/client.js';
 import type { EmbeddedLogger } from './embedded/cluster.js';
@@ -53,7 +54,8 @@ export async function resolveDatabase(config: Config, options: OpenOptions = {})
 
   ensurePrivateDirectory(config.DATA_DIR);
   refuseLegacyLayout(config.DATA_DIR);
-  const logger = options.logger ?? pino({ level: config.LOG_LEVEL }, pino.destination(2));
+  // The process logger's form (ISO times, redaction), on standard error: a command's output stays its own.
+  const logger = options.logger ?? createLogger(config, { stream: pino.destination(2), isTTY: Boolean(process.stderr.isTTY) });
   for (;;) {
     const running = await findRunningEmbeddedServer(config.DATA_DIR);
     if (running) {
