@@ -13,6 +13,7 @@ test('operator mistakes become one line naming the cause; bugs do not', () => {
   assert.match(describeStartupError(errno('28P01'))!, /refused the login/);
   assert.match(describeStartupError(new ListenError('HOST', 'PORT', errno('EADDRINUSE', { address: '0.0.0.0', port: 8080 })))!, /cannot listen on 0\.0\.0\.0:8080: the port is already in use \(set PORT to a free one\)/);
   assert.match(describeStartupError(new ListenError('HOST', 'PORT', errno('EACCES', { syscall: 'listen', address: '0.0.0.0', port: 80 })))!, /permission denied/);
+  assert.match(describeStartupError(new Error('The server does not support SSL connections'))!, /does not accept TLS connections, which the URL requires \(sslmode\)/);
   assert.equal(describeStartupError(new TypeError('x is undefined')), undefined);
   assert.equal(describeStartupError(errno('EACCES', { syscall: 'open' })), undefined);
 });

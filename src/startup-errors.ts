@@ -6,6 +6,8 @@
 export function describeStartupError(error: unknown): string | undefined {
   if (!(error instanceof Error)) return undefined;
   if (error instanceof ListenError) return describeListenError(error);
+  // pg's own wording when DATABASE_URL asks for TLS (sslmode=require) and the server has none.
+  if (/does not support SSL connections/.test(error.message)) return 'the database server in DATABASE_URL does not accept TLS connections, which the URL requires (sslmode); enable TLS on the server or change sslmode';
   // A wrapper without a code of its own (DatabaseUnavailableError): the cause says what happened.
   if ((error as { code?: unknown }).code === undefined && error.cause instanceof Error) return describeStartupError(error.cause);
   const e = error as Error & { code?: string; address?: string; port?: number; syscall?: string };

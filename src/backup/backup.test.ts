@@ -222,8 +222,15 @@ describe('plaza backup and restore', () => {
     assert.match(backup.stdout, /Wrote .*cli\.backup\.gz: \d+ tables, \d+ rows/);
     assert.equal(statSync(cliFile).mode & 0o777, 0o600);
 
+    const onDirectory = await cli({ DATABASE_URL: source.db.url }, ['backup', dir]);
+    assert.equal(onDirectory.code, 2, onDirectory.stderr);
+    assert.match(onDirectory.stderr, /Cannot write /);
+
     const target = await emptyDatabase();
     try {
+      const nothing = await cli({ DATABASE_URL: target.url }, ['backup', join(dir, 'empty.gz')]);
+      assert.equal(nothing.code, 2, nothing.stderr);
+      assert.match(nothing.stderr, /has no Plaza schema yet .* nothing to back up/);
       const restored = await cli({ DATABASE_URL: target.url }, ['restore', cliFile]);
       assert.equal(restored.code, 0, restored.stderr);
       await withPool(target.url, async (db) => assert.deepEqual(await rowCounts(db), sourceCounts));
