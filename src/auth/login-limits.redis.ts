@@ -4,6 +4,9 @@ import { DatabaseUnavailableError } from '../db/database.js';
 import { expiresAt } from './login-limit-rules.js';
 import type { CounterStore, Counters, Plan } from './login-limit-types.js';
 
+/** How a 503 names Redis when it cannot be reached: the database itself may be fine. */
+const REDIS_STORE = 'login-limit store (Redis)';
+
 /**
  * Login-limit counters in Redis (REDIS_URL), for deployments that already run it. Storage only,
  * like the SQL store: the rules come in as the `plan` function (login-limit-rules.ts), so both
@@ -82,7 +85,7 @@ export class RedisCounterStore implements CounterStore {
         }
         if (Number(await this.compareAndSet(stored, args)) === 1) return planned;
       }
-      throw new DatabaseUnavailableError(new Error(`login limits: ${MAX_ROUNDS} conflicting writes in a row`));
+      throw new DatabaseUnavailableError(new Error(`login limits: ${MAX_ROUNDS} conflicting writes in a row`), REDIS_STORE);
     });
   }
 
@@ -122,7 +125,7 @@ export class RedisCounterStore implements CounterStore {
     } catch (error) {
       if (error instanceof DatabaseUnavailableError) throw error;
       // A reply error is a bug here (500); anything else means Redis is not there right now (503).
-      throw error instanceof ErrorReply ? error : new DatabaseUnavailableError(error);
+      throw error instanceof ErrorReply ? error : new DatabaseUnavailableError(error, REDIS_STORE);
     }
   }
 }

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../config.js';
 import { DatabaseUnavailableError } from '../db/database.js';
+import { toAppError } from '../http/problem.js';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';
 import { limitRulesOf, LOGIN_LIMIT_WINDOW_SECONDS } from './login-limit-rules.js';
 import type { LimitDecision } from './login-limit-types.js';
@@ -255,7 +256,10 @@ describe('login limits on Redis when Redis is down', { skip: process.env.REDIS_U
     const db = await createTestDatabase();
     const limiter = createLoginLimiter({ config: loadConfig({ LOG_LEVEL: 'silent', REDIS_URL: 'redis://127.0.0.1:1' }), db });
     try {
-      await assert.rejects(limiter.attempt('nobody', '192.0.2.9', at(0)), DatabaseUnavailableError);
+      const error = await limiter.attempt('nobody', '192.0.2.9', at(0)).then(() => undefined, (caught: unknown) => caught);
+      assert.ok(error instanceof DatabaseUnavailableError, String(error));
+      // The 503 names Redis: the database is fine.
+      assert.match(toAppError(error, 1).detail, /^The login-limit store \(Redis\) is unreachable; retry later\.$/);
     } finally {
       await limiter.close();
       await db.close();

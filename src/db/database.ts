@@ -73,8 +73,12 @@ export interface Database extends Queryable {
 
 /** The database cannot be reached (down, restarting, pool exhausted): the API answers 503. */
 export class DatabaseUnavailableError extends Error {
-  constructor(cause: unknown) {
-    super('database unavailable', { cause });
+  constructor(
+    cause: unknown,
+    /** What is unreachable, as the 503 names it: the database, or the Redis of the login limits. */
+    readonly store = 'database',
+  ) {
+    super(`${store} unavailable`, { cause });
   }
 }
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isStatementTimeout, isTransientConflict, isUnavailable } from '../db/database.js';
+import { DatabaseUnavailableError, isStatementTimeout, isTransientConflict, isUnavailable } from '../db/database.js';
 import { AppError, errorCatalog, type ErrorCode, type FieldError } from './errors.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -62,7 +62,8 @@ export function toAppError(error: FastifyError | Error, retryAfterSeconds: numbe
     return new AppError('validation_failed', errors.map((x) => `${x.field} ${x.message}`).join('; '), { errors });
   }
   if (isUnavailable(error)) {
-    return new AppError('service_unavailable', 'The database is unreachable; retry later.', { headers: { 'retry-after': String(retryAfterSeconds) } });
+    const store = error instanceof DatabaseUnavailableError ? error.store : 'database';
+    return new AppError('service_unavailable', `The ${store} is unreachable; retry later.`, { headers: { 'retry-after': String(retryAfterSeconds) } });
   }
   if (isStatementTimeout(error)) {
     return new AppError('service_unavailable', 'The database did not answer in time; retry later.', { headers: { 'retry-after': String(retryAfterSeconds) } });
