@@ -1,7 +1,8 @@
 import { Type } from 'typebox';
+import { CONTROL_CHARACTERS } from '../webhooks/webhook-validators.js';
 
 const MAX_LENGTH = 200;
-const PATTERN = '^[^\\u0000-\\u001f\\u007f]+$';
+const PATTERN = `^[^${CONTROL_CHARACTERS}]+$`;
 
 /**
  * A user name as login takes it and administration creates it: 1–200 characters (the users

@@ -2,11 +2,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { invalidField } from '../http/errors.js';
 import { nextPageLink } from '../http/pagination.js';
-import { CODE_PATTERN, MAX_INT32 } from '../http/path-params.js';
+import { isCode, MAX_INT32 } from '../http/path-params.js';
 
 export const ADMIN_PAGE_SIZE = 100;
-
-const CODE = new RegExp(CODE_PATTERN);
 
 /** `limit` and `cursor`, as the other lists take them. */
 export const PageQuery = Type.Object(
@@ -32,8 +30,8 @@ export function decodeKey<K extends string | number>(cursor: string | undefined,
   if (cursor === undefined) return initial;
   try {
     const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (typeof value !== typeof initial) throw new TypeError('another kind of key');
-    if (typeof value === 'number' ? Number.isInteger(value) && value >= 0 && value <= MAX_INT32 : CODE.test(value as string)) return value as K;
+    const fits = typeof value === 'number' ? Number.isInteger(value) && value >= 0 && value <= MAX_INT32 : typeof value === 'string' && isCode(value);
+    if (fits && typeof value === typeof initial) return value as K;
   } catch {
     // falls through to the 400 below
   }

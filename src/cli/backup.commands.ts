@@ -27,8 +27,8 @@ export const backupCommands: Command[] = [
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
         if (code === 'ENOENT' || code === 'EACCES' || code === 'ENOTDIR' || code === 'EISDIR' || code === 'ENOSPC') throw new UsageError(`Cannot write ${file}: ${(error as Error).message}`);
-        // undefined_table: schema_migrations is missing, so is everything else.
-        if (code === '42P01') throw new UsageError('The database has no Plaza schema yet (run plaza migrate, or start Plaza once): there is nothing to back up.');
+        // The migrations' table is missing (undefined_table): so is everything else.
+        if (code === '42P01' && (error as Error).message.includes('schema_migrations')) throw new UsageError('The database has no Plaza schema yet (run plaza migrate, or start Plaza once): there is nothing to back up.');
         throw error;
       } finally {
         await database.release();

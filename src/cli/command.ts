@@ -1,7 +1,7 @@
 import type { ParseArgsConfig } from 'node:util';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
-import { CODE_PATTERN } from '../http/path-params.js';
+import { isCode } from '../http/path-params.js';
 import { checkName } from '../webhooks/webhook-validators.js';
 import { isUserName } from '../accounts/user-name.js';
 import { UsageError } from './usage-error.js';
@@ -49,8 +49,6 @@ export interface Command {
 
 export const usageOf = (command: Command) => `plaza ${command.name}${command.args ? ` ${command.args}` : ''}`;
 
-const CODE = new RegExp(CODE_PATTERN);
-
 export function requireText(value: string | boolean | undefined, name: string): string {
   if (typeof value !== 'string' || value.trim() === '') throw new UsageError(`${name} is required.`);
   return value.trim();
@@ -72,7 +70,7 @@ export function requireUserName(value: string | boolean | undefined, name: strin
 
 export function requireCode(value: string | boolean | undefined, name = '<code>'): string {
   const code = requireText(value, name);
-  if (!CODE.test(code)) throw new UsageError(`${name} may hold only letters, digits, "_" and "-" (1 to 100).`);
+  if (!isCode(code)) throw new UsageError(`${name} may hold only letters, digits, "_" and "-" (1 to 100).`);
   return code;
 }
 

@@ -6,6 +6,10 @@ import { Type } from 'typebox';
  * anything else is refused before it reaches SQL.
  */
 export const CODE_PATTERN = '^[A-Za-z0-9_-]{1,100}$';
+const CODE = new RegExp(CODE_PATTERN);
+
+/** Whether a text is a marketplace or webhook code (outside the schemas: the CLI, cursors). */
+export const isCode = (text: string): boolean => CODE.test(text);
 
 /** Largest id stored in a PostgreSQL `integer` column (sellers, connections, users). */
 export const MAX_INT32 = 2_147_483_647;

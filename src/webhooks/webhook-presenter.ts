@@ -1,5 +1,5 @@
 import { invalidField } from '../http/errors.js';
-import { CODE_PATTERN } from '../http/path-params.js';
+import { isCode } from '../http/path-params.js';
 import type { WebhookRow } from './webhook-access.js';
 import { disabledMessage, type DisabledReason } from './disabled-reasons.js';
 
@@ -36,13 +36,11 @@ export function encodeCursor(row: Pick<WebhookRow, 'code' | 'id'>): string {
   return Buffer.from(JSON.stringify([row.code, Number(row.id)])).toString('base64url');
 }
 
-const CODE = new RegExp(CODE_PATTERN);
-
 /** The position of an encodeCursor; a code that no webhook can have (a NUL, say) is a 400, not an error in SQL. */
 export function decodeCursor(cursor: string): { code: string; id: number } {
   try {
     const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(value) && value.length === 2 && typeof value[0] === 'string' && CODE.test(value[0]) && Number.isSafeInteger(value[1])) {
+    if (Array.isArray(value) && value.length === 2 && typeof value[0] === 'string' && isCode(value[0]) && Number.isSafeInteger(value[1])) {
       return { code: value[0], id: value[1] as number };
     }
   } catch {

@@ -1,5 +1,5 @@
 import { addressRange, isAddressAllowed, type Network } from '../net/address-policy.js';
-import { CODE_PATTERN, MAX_INT32 } from '../http/path-params.js';
+import { CODE_PATTERN, isCode, MAX_INT32 } from '../http/path-params.js';
 import { isReservedHeader } from './reserved-headers.js';
 
 /**
@@ -13,11 +13,10 @@ const ok = <T>(value: T): Checked<T> => ({ ok: true, value });
 const fail = <T>(message: string): Checked<T> => ({ ok: false, message });
 
 export { CODE_PATTERN };
-const CODE = new RegExp(CODE_PATTERN);
 export const CODE_MAX_LENGTH = 100;
 
 export function checkCode(code: string): Checked<string> {
-  return CODE.test(code) ? ok(code) : fail('must be 1 to 100 ASCII letters, digits, "_" or "-"');
+  return isCode(code) ? ok(code) : fail('must be 1 to 100 ASCII letters, digits, "_" or "-"');
 }
 
 export const NAME_MAX_LENGTH = 200;
