@@ -93,7 +93,7 @@ export function openPostgres(options: PostgresOptions): Database {
     // (stopped, partitioned away) would leave the query, and the request behind it, waiting for
     // ever. Past statement_timeout plus the time a connection may take, the driver gives up (an
     // unavailable database: 503) and the connection is dropped. TCP keepalive finds a peer that is
-    // gone for connections that wait idle or LISTEN.
+    // gone for connections that wait idle (the LISTEN connection has it too).
     query_timeout: options.statementTimeoutMs + options.connectTimeoutMs,
     keepAlive: true,
     // Plaza's statements are short: JIT compilation never pays off for them, yet the planner's
@@ -206,7 +206,8 @@ class NotificationListener {
   private connect(): Promise<void> {
     if (this.client || this.closed) return Promise.resolve();
     this.connecting ??= (async () => {
-      const client = new pg.Client({ connectionString: this.options.connectionString, connectionTimeoutMillis: this.options.connectTimeoutMs });
+      // keepAlive: a LISTEN connection only waits; without it a peer gone silent would never be noticed.
+      const client = new pg.Client({ connectionString: this.options.connectionString, connectionTimeoutMillis: this.options.connectTimeoutMs, keepAlive: true });
       client.on('error', (error) => {
         this.options.onError?.(error);
         this.reconnectSoon();
