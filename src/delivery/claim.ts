@@ -359,9 +359,7 @@ async function takeRows(db: Queryable, options: ClaimOptions, quotas: Map<number
 export async function releaseClaims(db: Queryable, workerId: string, clockOffsetMs: number, ids?: readonly number[]): Promise<number> {
   const { rowCount } = await db.query(
     `UPDATE deliveries_queue SET status = 'pending', leased_by = NULL, lease_expires_at = NULL, updated_at = ${dbNow(2)}
-      WHERE leased_by = $1 AND status = 'delivering' AND ($3::bigint[] IS NULL OR id = ANY($3))
-        -- Every lease has an expiry: the worker's rows through deliveries_lease_expiry, not a pass over the queue.
-        AND lease_expires_at IS NOT NULL`,
+      WHERE leased_by = $1 AND status = 'delivering' AND ($3::bigint[] IS NULL OR id = ANY($3))`,
     [workerId, clockOffsetMs, ids ?? null],
   );
   return rowCount;
