@@ -40,7 +40,7 @@ describe('sender: one notification over undici dispatch', () => {
   const send = (path: string, timeoutMs = 2000, signal?: AbortSignal) =>
     sendNotification(agent, { url: `${base}${path}`, messageId: 'msg_1', body: '{"a":1}', keys: [Buffer.from('key')], headers: {}, timestampSeconds: 1 }, timeoutMs, signal);
 
-  test('keeps the first RESPONSE_BODY_LIMIT bytes of a larger answer, and the connection stays usable', async () => {
+  test('keeps the first RESPONSE_BODY_LIMIT bytes of a larger answer, and the next send still goes', async () => {
     const result = await send('/large');
     assert.equal(result.statusCode, 200);
     assert.equal(result.responseBody, 'x'.repeat(RESPONSE_BODY_LIMIT));
