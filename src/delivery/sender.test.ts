@@ -5,6 +5,10 @@ import { after, before, describe, test } from 'node:test';
 import { Agent } from 'undici';
 import { RESPONSE_BODY_LIMIT, sendNotification } from './sender.js';
 
+/** Resolved when the receiver sees the connection of /endless closed. */
+let endlessClosed: () => void = () => {};
+const endlessClosedPromise = new Promise<void>((resolve) => (endlessClosed = resolve));
+
 /** What the receiver does, by path. */
 const ROUTES: Record<string, (res: ServerResponse) => void> = {
   '/large': (res) => res.end('x'.repeat(3 * RESPONSE_BODY_LIMIT)),
@@ -14,6 +18,12 @@ const ROUTES: Record<string, (res: ServerResponse) => void> = {
     res.writeHead(201).end('made');
   },
   '/hang': () => {},
+  // The first part of an answer that never ends.
+  '/endless': (res) => {
+    res.on('close', () => endlessClosed());
+    res.writeHead(200);
+    res.write('y'.repeat(2 * RESPONSE_BODY_LIMIT));
+  },
 };
 
 describe('sender: one notification over undici dispatch', () => {
@@ -21,13 +31,15 @@ describe('sender: one notification over undici dispatch', () => {
   let base: string;
   const agent = new Agent();
   const hanging: ServerResponse[] = [];
+  let connections = 0;
 
   before(async () => {
     server = createServer((req, res) => {
       req.resume();
-      if (req.url === '/hang') hanging.push(res);
+      if (req.url === '/hang' || req.url === '/endless') hanging.push(res);
       req.on('end', () => ROUTES[req.url ?? '']?.(res));
     });
+    server.on('connection', () => (connections += 1));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
@@ -40,12 +52,24 @@ describe('sender: one notification over undici dispatch', () => {
   const send = (path: string, timeoutMs = 2000, signal?: AbortSignal) =>
     sendNotification(agent, { url: `${base}${path}`, messageId: 'msg_1', body: '{"a":1}', keys: [Buffer.from('key')], headers: {}, timestampSeconds: 1 }, timeoutMs, signal);
 
-  test('keeps the first RESPONSE_BODY_LIMIT bytes of a larger answer, and the next send still goes', async () => {
-    const result = await send('/large');
-    assert.equal(result.statusCode, 200);
-    assert.equal(result.responseBody, 'x'.repeat(RESPONSE_BODY_LIMIT));
-    assert.equal(result.error, null);
+  test('keeps the first RESPONSE_BODY_LIMIT bytes of a larger answer, on a connection it keeps using', async () => {
+    const before = connections;
+    for (let i = 0; i < 5; i++) {
+      const result = await send('/large');
+      assert.deepEqual([result.statusCode, result.error, result.responseBody], [200, null, 'x'.repeat(RESPONSE_BODY_LIMIT)]);
+    }
     assert.equal((await send('/retry-after')).statusCode, 503);
+    // An answer that arrives whole in one read is not aborted, so its connection is used again (the
+    // first, on a new connection, may come in two). Aborting every one cost two connections a send.
+    assert.ok(connections - before <= 2, `${connections - before} connections for 6 sends`);
+  });
+
+  test('a longer answer than one read is cut off at the prefix, not read to its end', async () => {
+    const result = await send('/endless', 1000);
+    assert.deepEqual([result.statusCode, result.error, result.responseBody], [200, null, 'y'.repeat(RESPONSE_BODY_LIMIT)]);
+    assert.ok(result.durationMs < 900, `${result.durationMs} ms`);
+    // And the request is aborted (its connection closed), well before the timeout would.
+    await Promise.race([endlessClosedPromise, new Promise((_, reject) => setTimeout(() => reject(new Error('still open')), 800))]);
   });
 
   test('reads Retry-After and the answer of a refusal', async () => {
@@ -63,6 +87,8 @@ describe('sender: one notification over undici dispatch', () => {
     const result = await send('/hang', 300);
     assert.equal(result.statusCode, null);
     assert.equal(result.error, 'timeout after 300 ms');
+    // Our own stop: nothing for the log (a detail is logged as a receiver's failure).
+    assert.equal(result.detail, undefined);
     assert.ok(result.durationMs >= 290 && result.durationMs < 2000, `${result.durationMs} ms`);
   });
 
@@ -85,6 +111,11 @@ describe('sender: one notification over undici dispatch', () => {
     assert.equal(result.statusCode, null);
     assert.equal(result.error, 'connection error ECONNREFUSED');
     assert.match(result.detail ?? '', /ECONNREFUSED/);
+  });
+
+  test('an error of our own building the request rejects, it does not throw', async () => {
+    const sent = sendNotification(agent, { url: `${base}/large`, messageId: 'm', body: '{}', keys: [], headers: null as unknown as Record<string, string>, timestampSeconds: 1 }, 2000);
+    await assert.rejects(sent, TypeError);
   });
 
   test('a URL that is not http(s) is refused before any request', async () => {

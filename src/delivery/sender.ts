@@ -66,8 +66,9 @@ export function sendNotification(dispatcher: Dispatcher, notification: Notificat
     return Promise.resolve(failed(started, 'invalid callback URL', null));
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return Promise.resolve(failed(started, `unsupported URL scheme ${url.protocol}`, null));
-  const requestHeaders = notificationHeaders(notification);
   return new Promise((resolve) => {
+    // In here, a throw of our own (headers that cannot be built) rejects rather than throws.
+    const requestHeaders = notificationHeaders(notification);
     const exchange = new Exchange(started, requestHeaders, timeoutMs, signal, resolve);
     if (signal?.aborted) return exchange.stop('aborted: worker shutting down');
     dispatcher.dispatch({ origin: url.origin, path: `${url.pathname}${url.search}`, method: 'POST', headers: requestHeaders, body: notification.body }, exchange);
@@ -89,6 +90,8 @@ class Exchange implements Dispatcher.DispatchHandler {
   /** Why this side ended the exchange, once it did: the request is aborted as soon as it can be. */
   private stoppedWith: string | undefined;
   private settled = false;
+  /** The answer ended (its last byte parsed). */
+  private complete = false;
   private statusCode = 0;
   private retryAfter: string | undefined;
   private readonly chunks: Buffer[] = [];
@@ -111,8 +114,9 @@ class Exchange implements Dispatcher.DispatchHandler {
   stop(reason: string): void {
     if (this.settled) return;
     this.stoppedWith = reason;
-    this.abortRequest?.(new Error(reason));
+    // Settled first: the abort calls onError at once, whose error only repeats the reason.
     this.settle(failed(this.started, reason, this.requestHeaders));
+    this.abortRequest?.(new Error(reason));
   }
 
   onConnect(abort: (reason?: Error) => void): void {
@@ -134,17 +138,24 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onData(chunk: Buffer): boolean {
+    if (this.settled) return true; // Past the kept prefix, or stopped: the rest is not kept.
     const room = RESPONSE_BODY_LIMIT - this.size;
     this.chunks.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
     this.size += Math.min(chunk.length, room);
     if (this.size >= RESPONSE_BODY_LIMIT) {
       this.answered();
-      this.abortRequest?.(new Error('response body limit reached'));
+      // A long answer is not read to its end; but one whose end is in the same read of the socket
+      // (parsed before this microtask runs) is not aborted: that would close a connection the pool
+      // reuses, and undici then opens a second one for the aborted request and drops it unused.
+      queueMicrotask(() => {
+        if (!this.complete) this.abortRequest?.(new Error('response body limit reached'));
+      });
     }
     return true;
   }
 
   onComplete(): void {
+    this.complete = true;
     this.answered();
   }
 
