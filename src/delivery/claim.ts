@@ -1,6 +1,6 @@
 import type { Database, Queryable, Statement } from '../db/database.js';
 import { dbNow } from './database-clock.js';
-import { allocateSlots, type DueWebhook, type TenantLoad } from './fair-share.js';
+import { allocateSlots, LOOK_AHEAD, type DueWebhook, type TenantLoad } from './fair-share.js';
 
 // Every statement here names the queue partition (deliveries_queue, migration 011) rather than the
 // partitioned table: all the claim reads and writes is pending or delivering, and the planner then
@@ -51,11 +51,13 @@ export interface ClaimOptions {
   /** Most webhooks with waiting rows one claim looks at (DELIVERY_CLAIM_SCAN_WEBHOOKS). */
   scanWebhooks: number;
   /**
-   * This worker's leases, per webhook, that the caps leave out: deliveries being sent, whose caps
-   * the worker enforces itself as it starts each send (ready-queue.ts), and deliveries sent whose
-   * attempt waits to be recorded (completion-batcher.ts), which load no receiver. The caps then
-   * bound what waits in the worker to be sent, so that a slot that frees is refilled at once.
-   * Asked after the claim read the leases: sends started meanwhile (another claim's) are left out too.
+   * How many of this worker's leases, per webhook, the caps leave out: deliveries being sent, whose
+   * caps the worker enforces itself as it starts each send (ready-queue.ts), LOOK_AHEAD times each
+   * (so the figure may exceed the leases), and deliveries sent whose attempt waits to be recorded
+   * (completion-batcher.ts), which load no receiver. The caps then bound what waits in the worker
+   * to be sent, LOOK_AHEAD deliveries per send under way, so that a slot that frees is refilled at
+   * once. Asked after the claim read the leases: sends started meanwhile (another claim's) are left
+   * out too.
    */
   uncounted?: () => ReadonlyMap<number, number>;
   /** Told, under the lock, the live leases of the other workers (what the worker's own send caps leave room for). */
@@ -91,7 +93,7 @@ const claimableOf = (webhookId: string) => `d.webhook_id = ${webhookId} AND d.st
  * Claims due deliveries fairly, in two main statements whose cost does not depend on the size of
  * the backlog nor on webhooks without waiting work:
  * 1. the webhooks with due work: a skip scan of deliveries_pending_webhook_due (one index probe per
- *    webhook that has waiting rows, then at most perWebhookLimit rows each) over at most
+ *    webhook that has waiting rows, then at most LOOK_AHEAD × perWebhookLimit rows each) over at most
  *    scanWebhooks such webhooks, continuing where the previous claim stopped; and, in the same
  *    statement, the live leases per webhook, tenant and worker (in-flight rows only: a few hundred
  *    at most). It goes with BEGIN and the lock, in one round trip;
@@ -213,7 +215,7 @@ function readDueWork(options: ClaimOptions): Statement {
      SELECT $3::bigint AS cursor,
             (SELECT coalesce(json_agg(v ORDER BY v.webhook_id), '[]') FROM visited v) AS visited,
             (SELECT coalesce(json_agg(l), '[]') FROM leases l) AS leases`,
-    params: [options.clockOffsetMs, options.perWebhookLimit, cursor, Number.MAX_SAFE_INTEGER, options.scanWebhooks],
+    params: [options.clockOffsetMs, LOOK_AHEAD * options.perWebhookLimit, cursor, Number.MAX_SAFE_INTEGER, options.scanWebhooks],
   };
 }
 
@@ -236,7 +238,7 @@ async function dueWork(db: Queryable, read: DueRead, options: ClaimOptions): Pro
 
   // Read after the statement: a delivery recorded in between still counts as in flight (the safe
   // side); one sent in between is left out, as it should be.
-  const uncounted = new Map(options.uncounted?.());
+  const uncounted = options.uncounted?.() ?? new Map<number, number>();
   const inFlight = new Map<number, number>();
   const loads = new Map<string, TenantLoad>();
   const workers = new Set<string>([options.workerId]);
@@ -244,9 +246,7 @@ async function dueWork(db: Queryable, read: DueRead, options: ClaimOptions): Pro
   for (const lease of read.leases) {
     let n = lease.n;
     if (lease.leased_by === options.workerId) {
-      const left = Math.min(n, uncounted.get(lease.webhook_id) ?? 0);
-      uncounted.set(lease.webhook_id, (uncounted.get(lease.webhook_id) ?? 0) - left);
-      n -= left;
+      n -= uncounted.get(lease.webhook_id) ?? 0;
     } else {
       others.webhooks.set(lease.webhook_id, (others.webhooks.get(lease.webhook_id) ?? 0) + n);
       others.tenants.set(lease.tenant, (others.tenants.get(lease.tenant) ?? 0) + n);
@@ -270,7 +270,8 @@ async function dueWork(db: Queryable, read: DueRead, options: ClaimOptions): Pro
  * (after, upTo], in id order. The recursive CTE is PostgreSQL's skip scan: each step is one probe of
  * deliveries_pending_webhook_due for the next webhook id. Per webhook: its owner (a scalar subquery
  * by primary key, so that the planner cannot turn it into a scan of all webhooks) and its due rows,
- * counted up to the per-webhook limit only ($2). $1 is the clock offset.
+ * counted only up to the most one claim can give it ($2: LOOK_AHEAD × the per-webhook limit, when its
+ * sends under way all leave room to look ahead). $1 is the clock offset.
  */
 function visitedWebhooks(after: string, upTo: string, budget: string): string {
   return `waiting(webhook_id, depth) AS (
@@ -299,7 +300,7 @@ async function visitWebhooks(db: Queryable, options: ClaimOptions, after: number
   const { rows } = await db.query<Visited>(
     `WITH RECURSIVE ${visitedWebhooks('$3', '$4', '$5')}
      SELECT * FROM visited ORDER BY webhook_id`,
-    [options.clockOffsetMs, options.perWebhookLimit, after, upTo, budget],
+    [options.clockOffsetMs, LOOK_AHEAD * options.perWebhookLimit, after, upTo, budget],
   );
   return rows;
 }

@@ -5,6 +5,7 @@ import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { claim, createDeliverer } from './deliver.js';
 import { completeAttempts } from './complete.js';
 import { clockOffsetMs } from './database-clock.js';
+import { LOOK_AHEAD } from './fair-share.js';
 import { Receiver, seedDelivery, seedWebhook } from './delivery-test-kit.js';
 import { ReadyQueue } from './ready-queue.js';
 import { startDeliveryWorker } from './worker.js';
@@ -55,11 +56,11 @@ describe('fair claiming between tenants and workers', () => {
         assert.ok(arrived, `tenant B's notification ${n} did not arrive while tenant A's receivers hang`);
       }
       assert.equal(hanging.requests.length, 10, "tenant A's sends stay within its share");
-      // Its leases: the 10 sends, and at most as many again waiting in the worker for a slot.
+      // Its leases: the 10 sends, and at most LOOK_AHEAD per send waiting in the worker for a slot.
       const { rows } = await ctx.db.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE w.tenant_id = '1' AND d.status = 'delivering'`,
       );
-      assert.ok(rows[0]!.n >= 10 && rows[0]!.n <= 20, `tenant A holds ${rows[0]!.n} leases`);
+      assert.ok(rows[0]!.n >= 10 && rows[0]!.n <= 10 * (1 + LOOK_AHEAD), `tenant A holds ${rows[0]!.n} leases`);
     } finally {
       await worker.stop();
     }
@@ -130,13 +131,13 @@ describe('fair claiming between tenants and workers', () => {
     try {
       assert.equal((await claim(other, 6)).length, 6, 'the other worker sends 6 (limit 10)');
       assert.equal(await claimInto(), 4, 'this one claims the 4 left and sends them');
-      assert.equal(await claimInto(), 0, 'it claims 4 more to send next, and sends none of them yet');
-      assert.equal(ready.size, 4);
+      assert.equal(await claimInto(), 0, 'it claims 8 more to send next (two per send under way), and sends none of them yet');
+      assert.equal(ready.size, 8);
       assert.equal(await claimInto(), 0, 'nothing more: its waiting deliveries count');
       const { rows } = await ctx.db.query<{ leased_by: string; n: number }>(
         `SELECT leased_by, count(*)::int AS n FROM deliveries WHERE status = 'delivering' GROUP BY 1 ORDER BY 1`,
       );
-      assert.deepEqual(rows, [{ leased_by: 'w1', n: 8 }, { leased_by: 'w2', n: 6 }]);
+      assert.deepEqual(rows, [{ leased_by: 'w1', n: 12 }, { leased_by: 'w2', n: 6 }]);
     } finally {
       await worker.close();
       await other.close();

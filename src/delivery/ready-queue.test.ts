@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { ClaimedDelivery } from './claim.js';
+import { LOOK_AHEAD } from './fair-share.js';
 import { ReadyQueue, RECENT_SEND_MS } from './ready-queue.js';
 
 let nextId = 1;
@@ -34,7 +35,7 @@ describe('the ready queue: the caps hold at the start of each send', () => {
     assert.deepEqual(queue.take(1).send, [], 'nothing more while the three are out');
     queue.finished(claimed[1]!);
     assert.deepEqual(ids(queue.take(2).send), [claimed[3]!.id]);
-    assert.deepEqual(queue.lookAhead(2), new Map([[1, 3]]));
+    assert.deepEqual(queue.lookAhead(2), new Map([[1, 3 * LOOK_AHEAD]]), 'the claim may take LOOK_AHEAD deliveries ahead of each send');
   });
 
   test("another worker's leases on a webhook or a tenant leave this worker that much less", () => {
@@ -55,7 +56,7 @@ describe('the ready queue: the caps hold at the start of each send', () => {
     const queue = new ReadyQueue(caps);
     queue.add([...many(2, 1), ...many(1, 2)], 0);
     queue.take(0);
-    assert.deepEqual(queue.lookAhead(RECENT_SEND_MS - 1), new Map([[1, 2], [2, 1]]));
+    assert.deepEqual(queue.lookAhead(RECENT_SEND_MS - 1), new Map([[1, 2 * LOOK_AHEAD], [2, LOOK_AHEAD]]));
     assert.deepEqual(queue.lookAhead(RECENT_SEND_MS), new Map(), 'a second on: slow sends, counted in the caps again');
   });
 

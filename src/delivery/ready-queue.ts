@@ -1,5 +1,5 @@
 import type { ClaimedDelivery, OtherLeases } from './claim.js';
-import { tenantCap } from './fair-share.js';
+import { LOOK_AHEAD, tenantCap } from './fair-share.js';
 
 /**
  * A send older than this is slow: the claim takes nothing ahead of it (lookAhead), so that nothing
@@ -35,9 +35,9 @@ interface Waiting {
 
 /**
  * A worker's claimed deliveries until their sends start. The claim leaves the worker's recent sends
- * out of its caps (lookAhead, ClaimOptions.uncounted) and so takes, besides what can go at once, the
- * deliveries that are to go when those sends end: a slot that frees is refilled here, at once, rather than
- * by the next claim (which is a few milliseconds away, every one of them a slot left idle).
+ * out of its caps, LOOK_AHEAD times over (lookAhead, ClaimOptions.uncounted), and so takes, besides
+ * what can go at once, the deliveries that are to go when those sends end: a slot that frees is
+ * refilled here, at once, rather than by the next claim (which is a few milliseconds away, every one of them a slot left idle).
  *
  * The caps then hold at the start of each send, over what the worker's last claim read of the other
  * workers' leases: a webhook's sends here stay within perWebhookLimit less the other workers' leases
@@ -71,13 +71,14 @@ export class ReadyQueue {
   }
 
   /**
-   * The sends the claim may take deliveries ahead of, per webhook: those that began less than
-   * RECENT_SEND_MS ago. The claim leaves them out of its caps (with what waits to be recorded).
+   * How many deliveries the claim may take ahead of this worker's sends, per webhook: LOOK_AHEAD for
+   * each send that began less than RECENT_SEND_MS ago. The claim's caps leave that many of the
+   * worker's leases out (ClaimOptions.uncounted).
    */
   lookAhead(now: number): Map<number, number> {
     const counts = new Map<number, number>();
     for (const [delivery, at] of this.started) {
-      if (now - at < RECENT_SEND_MS) counts.set(delivery.webhook_id, (counts.get(delivery.webhook_id) ?? 0) + 1);
+      if (now - at < RECENT_SEND_MS) counts.set(delivery.webhook_id, (counts.get(delivery.webhook_id) ?? 0) + LOOK_AHEAD);
     }
     return counts;
   }

@@ -4,6 +4,7 @@ import pino from 'pino';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { deliveryRow, Receiver, seedDelivery, seedWebhook } from './delivery-test-kit.js';
 import { DELIVERY_CHANNEL } from './deliveries.repository.js';
+import { LOOK_AHEAD } from './fair-share.js';
 import { startDeliveryWorker } from './worker.js';
 
 const logger = pino({ level: 'silent' });
@@ -62,7 +63,7 @@ describe('the long-running worker', () => {
     assert.equal(row.last_status_code, 204);
   });
 
-  test('with two claims in progress the worker never sends more than DELIVERY_CONCURRENCY at once, nor holds more than twice that, and sends everything', async () => {
+  test('with two claims in progress the worker never sends more than DELIVERY_CONCURRENCY at once, nor holds more than (LOOK_AHEAD + 1) times that, and sends everything', async () => {
     // One tenant may take every slot here: DELIVERY_CONCURRENCY is the only bound left to hold.
     const app = await createTestApp({ DELIVERY_POLL_INTERVAL_MS: '3600000', DELIVERY_CONCURRENCY: '4', DELIVERY_TENANT_SHARE: '1' });
     const slow = await Receiver.start();
@@ -83,7 +84,7 @@ describe('the long-running worker', () => {
       }
       const worker = await startDeliveryWorker({ ...app, logger });
       // The leases the worker holds: waiting for a slot, being sent, or waiting for their record.
-      // Its free slots bound them by 2 × DELIVERY_CONCURRENCY, with both claims' offers counted.
+      // Its free slots bound them by (LOOK_AHEAD + 1) × DELIVERY_CONCURRENCY, with both claims' offers counted.
       let leasesHeld = 0;
       let sampling = true;
       const sampler = (async () => {
@@ -103,7 +104,7 @@ describe('the long-running worker', () => {
       assert.equal(slow.requests.length, ids.length, 'each delivery sent once');
       assert.ok(most <= 4, `at most DELIVERY_CONCURRENCY sends at once (saw ${most})`);
       assert.ok(most >= 3, `the slots are used (saw ${most})`);
-      assert.ok(leasesHeld <= 8, `at most 2 × DELIVERY_CONCURRENCY leases held (saw ${leasesHeld})`);
+      assert.ok(leasesHeld <= (LOOK_AHEAD + 1) * 4, `at most (LOOK_AHEAD + 1) × DELIVERY_CONCURRENCY leases held (saw ${leasesHeld})`);
       assert.ok(leasesHeld > 4, `deliveries are claimed ahead of free send slots (saw ${leasesHeld})`);
     } finally {
       await slow.close();
