@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { ClaimedDelivery } from './claim.js';
-import { LOOK_AHEAD } from './fair-share.js';
+import { LOOK_AHEAD, tenantCap } from './fair-share.js';
 import { ReadyQueue, RECENT_SEND_MS } from './ready-queue.js';
 
 let nextId = 1;
@@ -79,6 +79,17 @@ describe('the ready queue: the caps hold at the start of each send', () => {
     const late = queue.take(1001);
     assert.deepEqual([ids(late.send), ids(late.expired)], [[], [claimed[4]!.id]], 'past it: handed back');
     assert.equal(queue.size, 0);
+  });
+
+  test("one tenant's whole look-ahead leaves another tenant its share of the next claim", () => {
+    // 10 slots, a tenant's share 5: tenant A sends 5, and the claim may leave LOOK_AHEAD × 5 waiting behind them.
+    const queue = new ReadyQueue({ ...caps, perWebhookLimit: 100 });
+    queue.add(many(5 + LOOK_AHEAD * 5, 1, 'seller:1'), 0);
+    assert.equal(queue.take(0).send.length, 5);
+    const room = queue.room(0, 5);
+    assert.ok(room >= tenantCap(10, 0.5), `room for another tenant's share (${room})`);
+    assert.equal(queue.room(3, 5), room - 3, 'the rows a claim in progress set out to take count as waiting');
+    assert.ok(queue.room(0, 5 + 2 * 10) <= 0, 'past another `concurrency` of sends waiting for their record, nothing more');
   });
 
   test('without time to wait (maxWaitMs 0) it does not look ahead; what cannot go at once is handed back', () => {

@@ -83,6 +83,24 @@ export class ReadyQueue {
     return counts;
   }
 
+  /**
+   * How many deliveries a claim may add: up to LOOK_AHEAD × `concurrency` may wait for a slot, as
+   * many as the claim may take ahead of all the slots' sends, so that a tenant's share of what
+   * waits is its share of the slots and another tenant always finds room. A slot frees up when its
+   * send is over, not when its attempt is recorded: recording is batched and would otherwise hold
+   * every slot for a batch's round trip. What waits to be recorded is bounded too (another
+   * `concurrency`), should the database fall behind.
+   * `reserved`: rows a claim in progress set out to take; `unrecorded`: deliveries whose send started
+   * and whose attempt is not recorded yet.
+   */
+  room(reserved: number, unrecorded: number): number {
+    const { concurrency } = this.caps;
+    // Without look-ahead (a lease too short for a delivery to wait), the sends count too.
+    const waiting = this.waiting.length + reserved + (this.looksAhead ? 0 : this.sending);
+    const pool = this.looksAhead ? LOOK_AHEAD * concurrency : concurrency;
+    return Math.min(pool - waiting, pool + concurrency - unrecorded - waiting);
+  }
+
   add(deliveries: readonly ClaimedDelivery[], now: number): void {
     for (const delivery of deliveries) this.waiting.push({ delivery, claimedAt: now });
   }

@@ -13,7 +13,6 @@ import { pruneExpired } from './maintenance.js';
 import { pruneExpiredPortalRecords } from '../portal/portal-links.repository.js';
 import type { Metrics } from './metrics.js';
 import { disableFailingWebhooks } from './webhook-health.js';
-import { LOOK_AHEAD } from './fair-share.js';
 import { QueueVacuum } from './queue-vacuum.js';
 import { MAX_WAIT_MS, ReadyQueue } from './ready-queue.js';
 
@@ -139,21 +138,9 @@ class WorkerLoop {
     });
   }
 
-  /**
-   * What a claim may take: up to LOOK_AHEAD × DELIVERY_CONCURRENCY deliveries waiting for a slot
-   * (ready-queue.ts), besides the sends in progress: as many as the claim may take ahead of all the
-   * slots' sends, so that a tenant's share of the waiting stays what its share of the slots is. A
-   * slot frees up when its send is over, not when its attempt is recorded: recording is batched and
-   * would otherwise hold every slot for a batch's round trip. What waits to be recorded is bounded
-   * too (another DELIVERY_CONCURRENCY), should the database fall behind. The rows a claim in
-   * progress set out to take count as waiting.
-   */
+  /** What a claim may take (ReadyQueue.room); the rows a claim in progress set out to take count as waiting. */
   private freeSlots(): number {
-    const { config } = this.deps;
-    // Without look-ahead (a lease too short for a delivery to wait), the sends count too.
-    const waiting = this.ready.size + this.reserved + (this.ready.looksAhead ? 0 : this.ready.sending);
-    const pool = this.ready.looksAhead ? LOOK_AHEAD * config.DELIVERY_CONCURRENCY : config.DELIVERY_CONCURRENCY;
-    return Math.min(pool - waiting, pool + config.DELIVERY_CONCURRENCY - this.inFlight.size - waiting);
+    return this.ready.room(this.reserved, this.inFlight.size);
   }
 
   /** The leases the claim leaves out of its caps: recent sends (ReadyQueue.lookAhead) and sends waiting for their record. */
