@@ -14,9 +14,8 @@
 
 /**
  * How many deliveries a worker may claim ahead of each of its recent sends (ready-queue.ts): they
- * wait in the worker and go as soon as a send ends. One each kept a claim's worth of work waiting
- * per webhook, and the sends waited for the next claim: two raised scenario 4 by 7 % and the noisy
- * neighbour by 11 % (docs/performance.md).
+ * wait in the worker and go as soon as a send ends. With one each, a webhook's waiting work was
+ * one claim's worth and its sends waited for the next claim (measured in docs/performance.md).
  */
 export const LOOK_AHEAD = 2;
 

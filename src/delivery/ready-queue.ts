@@ -37,7 +37,8 @@ interface Waiting {
  * A worker's claimed deliveries until their sends start. The claim leaves the worker's recent sends
  * out of its caps, LOOK_AHEAD times over (lookAhead, ClaimOptions.uncounted), and so takes, besides
  * what can go at once, the deliveries that are to go when those sends end: a slot that frees is
- * refilled here, at once, rather than by the next claim (which is a few milliseconds away, every one of them a slot left idle).
+ * refilled here, at once, rather than by the next claim (which is a few milliseconds away, every
+ * one of them a slot left idle).
  *
  * The caps then hold at the start of each send, over what the worker's last claim read of the other
  * workers' leases: a webhook's sends here stay within perWebhookLimit less the other workers' leases
