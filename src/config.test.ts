@@ -44,6 +44,13 @@ test('a number must be written as one: no boolean, hexadecimal or fraction read 
   assert.equal(loadConfig({ DELIVERY_RETRY_JITTER: '0' }).DELIVERY_RETRY_JITTER, 0);
 });
 
+test("a duration that feeds a timer stays within a day: past Node's timer limit it would fire at once", () => {
+  for (const name of ['DELIVERY_TIMEOUT_MS', 'DELIVERY_POLL_INTERVAL_MS', 'SHUTDOWN_TIMEOUT_MS', 'DATABASE_STATEMENT_TIMEOUT_MS']) {
+    assert.throws(() => loadConfig({ [name]: '2147483648' }), new RegExp(`${name}="2147483648"`), name);
+  }
+  assert.equal(loadConfig({ DELIVERY_TIMEOUT_MS: '86400000' }).DELIVERY_TIMEOUT_MS, 86_400_000);
+});
+
 test('REDIS_URL must be a Redis URL (the client would only fail at the first login)', () => {
   for (const value of ['http://x', 'localhost:6379', 'redis://']) {
     assert.throws(() => loadConfig({ REDIS_URL: value }), /REDIS_URL: must be a Redis URL/, value);

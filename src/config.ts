@@ -11,6 +11,13 @@ import { parseTrustProxy } from './net/trusted-proxies.js';
  */
 const Integer = (defaultValue: number, description: string, minimum = 0, maximum?: number) =>
   Type.Integer({ default: defaultValue, description, minimum, ...(maximum === undefined ? {} : { maximum }) });
+/**
+ * A duration in milliseconds that feeds a timer: at most a day. Node's timers take at most
+ * 2^31 − 1 ms (24.8 days), and a longer delay fires after 1 ms instead: a DELIVERY_TIMEOUT_MS of
+ * 2^31 failed every send at once. A day also keeps the sums of two of them (the query timeout is
+ * statement plus connect timeout) under that limit.
+ */
+const Milliseconds = (defaultValue: number, description: string, minimum = 0) => Integer(defaultValue, description, minimum, 86_400_000);
 const Text = (defaultValue: string, description: string) => Type.String({ default: defaultValue, description });
 const OptionalText = (description: string) => Type.Optional(Type.String({ minLength: 1, description }));
 
@@ -34,14 +41,14 @@ export const ConfigSchema = Type.Object({
   METRICS_HOST: Text('127.0.0.1', 'Interface of the operations listener (/metrics, /healthz, /readyz). Loopback by default: metrics need no token, so expose them only to monitoring.'),
   METRICS_PORT: Integer(9464, 'TCP port of the operations listener, in every role (a worker has no other HTTP port). 0 picks a free port (logged at start).', 0, 65535),
   METRICS_QUEUE_INTERVAL_SECONDS: Integer(15, 'How often the delivery queue gauges are measured (a scrape never queries the database).', 1, 3600),
-  SHUTDOWN_TIMEOUT_MS: Integer(10_000, 'On SIGTERM/SIGINT, how long in-flight requests and sends may take before the process exits.', 0),
+  SHUTDOWN_TIMEOUT_MS: Milliseconds(10_000, 'On SIGTERM/SIGINT, how long in-flight requests and sends may take before the process exits.', 0),
 
   // Storage
   DATABASE_URL: OptionalText('PostgreSQL connection string (postgres://…). Unset: Plaza runs its own PostgreSQL server in DATA_DIR/postgres.'),
   DATA_DIR: Text('./data', 'Directory (mode 0700) of the embedded PostgreSQL server and of generated keys (when not configured below).'),
   DATABASE_POOL_SIZE: Integer(10, 'Connections in the PostgreSQL pool.', 1, 1000),
-  DATABASE_CONNECT_TIMEOUT_MS: Integer(3000, 'How long a request waits for a PostgreSQL connection before answering 503.', 100),
-  DATABASE_STATEMENT_TIMEOUT_MS: Integer(10_000, 'PostgreSQL statement_timeout for the pool.', 100),
+  DATABASE_CONNECT_TIMEOUT_MS: Milliseconds(3000, 'How long a request waits for a PostgreSQL connection before answering 503.', 100),
+  DATABASE_STATEMENT_TIMEOUT_MS: Milliseconds(10_000, 'PostgreSQL statement_timeout for the pool.', 100),
   DATABASE_RETRY_AFTER_SECONDS: Integer(5, 'Retry-After sent with 503 while the database is unreachable.', 1),
 
   // Keys and secrets
@@ -85,8 +92,8 @@ export const ConfigSchema = Type.Object({
   // Delivery
   DELIVERY_HOST_BYTES_PER_SECOND: Integer(4_194_304, 'Send budget per destination host and worker process: notification bytes per second, sustained. A host over its budget waits (its deliveries are postponed, not failed); other hosts are unaffected. 0 turns it off.', 0),
   DELIVERY_HOST_BURST_BYTES: Integer(33_554_432, 'Notification bytes one destination host may receive at once before DELIVERY_HOST_BYTES_PER_SECOND applies.', 0),
-  DELIVERY_TIMEOUT_MS: Integer(10_000, 'Total time a receiver has to answer one notification.', 100),
-  DELIVERY_CONNECT_TIMEOUT_MS: Integer(3000, 'Time to establish the connection to a receiver.', 100),
+  DELIVERY_TIMEOUT_MS: Milliseconds(10_000, 'Total time a receiver has to answer one notification.', 100),
+  DELIVERY_CONNECT_TIMEOUT_MS: Milliseconds(3000, 'Time to establish the connection to a receiver.', 100),
   DELIVERY_RETRY_SCHEDULE: Text('5s,30s,2m,10m,30m,1h,3h,6h,12h,24h', 'Delays between attempts; after the last one a delivery is failed.'),
   DELIVERY_RETRY_JITTER: Type.Number({ default: 0.2, minimum: 0, maximum: 1, description: 'Random spread of each retry delay (0.2 = ±20%).' }),
   DELIVERY_RETRY_AFTER_MAX_SECONDS: Integer(3600, 'Upper bound on a receiver\'s Retry-After (429/503).', 0),
@@ -99,7 +106,7 @@ export const ConfigSchema = Type.Object({
   DELIVERY_CLAIM_SCAN_WEBHOOKS: Integer(200, 'Most webhooks with waiting deliveries one claim looks at; the next claim continues after them. Bounds the cost of a claim.', 10),
   DELIVERY_COMPLETION_BATCH: Integer(200, 'Most finished attempts a worker records in one statement.', 1),
   DELIVERY_LEASE_SECONDS: Integer(60, 'How long a claimed delivery stays with a worker before another may take it.', 5),
-  DELIVERY_POLL_INTERVAL_MS: Integer(5000, 'Safety-net poll for due deliveries (LISTEN/NOTIFY wakes the worker sooner).', 50),
+  DELIVERY_POLL_INTERVAL_MS: Milliseconds(5000, 'Safety-net poll for due deliveries (LISTEN/NOTIFY wakes the worker sooner).', 50),
   DELIVERY_DISABLE_AFTER_DAYS: Integer(5, 'A webhook failing for this many days without one success is disabled.', 1),
   DELIVERY_RETENTION_DAYS: Integer(30, 'Finished deliveries, their attempts and event payloads older than this are pruned.', 1),
   DELIVERY_REPLAY_MAX_DAYS: Integer(14, 'How far back POST …/webhooks/{code}/replay may reach (the replay\'s time window starts at most this many days ago).', 1),

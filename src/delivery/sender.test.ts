@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { Agent } from 'undici';
 import { RESPONSE_BODY_LIMIT, sendNotification } from './sender.js';
@@ -111,6 +111,21 @@ describe('sender: one notification over undici dispatch', () => {
     assert.equal(result.statusCode, null);
     assert.equal(result.error, 'connection error ECONNREFUSED');
     assert.match(result.detail ?? '', /ECONNREFUSED/);
+  });
+
+  test('an answer that is not HTTP says so, and the next send goes', async () => {
+    const answers = ['HTTP/1.1 101 Switching Protocols\r\n\r\n', 'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nZZ\r\nxx\r\n0\r\n\r\n'];
+    const raw = createTcpServer((socket) => socket.once('data', () => socket.end(answers.shift() ?? '')));
+    await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(raw.address() as AddressInfo).port}/`;
+    try {
+      const sendRaw = () => sendNotification(agent, { url, messageId: 'm', body: '{}', keys: [Buffer.from('k')], headers: {}, timestampSeconds: 1 }, 2000);
+      assert.equal((await sendRaw()).error, 'invalid response from the receiver', 'a 101 without Upgrade');
+      assert.match((await sendRaw()).error ?? '', /^Response does not match the HTTP\/1.1 protocol/, 'a chunk size that is not hexadecimal');
+      assert.equal((await send('/retry-after')).statusCode, 503);
+    } finally {
+      await new Promise((resolve) => raw.close(resolve));
+    }
   });
 
   test('an error of our own building the request rejects, it does not throw', async () => {

@@ -197,6 +197,8 @@ function describeError(error: unknown): string {
   if (code === 'UND_ERR_CONNECT_TIMEOUT') return 'connect timeout';
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return 'timeout waiting for the response';
   if (code === 'UND_ERR_SOCKET') return 'connection closed by the receiver';
+  // undici asserts that a 101 names its Upgrade: a receiver's answer, not an error of ours.
+  if (code === 'ERR_ASSERTION') return 'invalid response from the receiver';
   if (code) return `connection error ${code}`;
   return error.message.slice(0, 200) || 'request failed';
 }
