@@ -145,7 +145,6 @@ PORT="$(free_port)"
 # port for its operations listener (METRICS_PORT=0) instead of both wanting 9464.
 IMAGE_USER=(setpriv --reuid=65534 --regid=65534 --clear-groups env -i PATH="$PATH" HOME=/tmp NODE_ENV=production NODE_OPTIONS=--max-old-space-size=2000
   DATA_DIR="$WORK/data" PORT="$PORT" METRICS_PORT=0 HOST=127.0.0.1 LOG_FORMAT=json DATABASE_URL="$DB_URL" WEBHOOK_ALLOWED_NETWORKS=127.0.0.1/32)
-as_image_user() { "${IMAGE_USER[@]}" "$@"; }
 cd "$IMAGE"
 unshare --pid --fork --mount-proc "${IMAGE_USER[@]}" node --enable-source-maps bin/plaza.js serve --role api >"$WORK/image-api.log" 2>&1 &
 API_NS=$!
@@ -157,7 +156,9 @@ API_PID="$(serve_pid_under "$API_NS")" # PID 1 inside its namespace
 WORKER_PID=$!
 PIDS+=("$WORKER_PID")
 wait_for "the worker" 30 grep -q '"plaza started"' "$WORK/image-worker.log"
-tour as_image_user node bin/plaza.js
+# The command itself, not a shell function: the tour's `plaza listen` runs in the background, and
+# through a function $! would be a subshell, whose kill at cleanup left that node process running.
+tour "${IMAGE_USER[@]}" node bin/plaza.js
 stop_and_expect_clean_exit "$API_PID" "$API_NS" "$WORK/image-api.log"
 stop_and_expect_clean_exit "$WORKER_PID" "$WORKER_PID" "$WORK/image-worker.log"
 
