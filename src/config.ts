@@ -209,9 +209,9 @@ const FORMAT_CHECKS: [keyof Config, (config: Config) => void][] = [
 ];
 
 /** The documented defaults, for tests and docs. */
-export function describeConfig(): { name: string; default: unknown; description: string }[] {
+export function describeConfig(): { name: string; default: unknown; description: string; minimum?: number; maximum?: number }[] {
   return Object.entries(ConfigSchema.properties).map(([name, schema]) => {
-    const s = schema as TSchema & { default?: unknown; description?: string };
-    return { name, default: s.default, description: s.description ?? '' };
+    const s = schema as TSchema & { default?: unknown; description?: string; minimum?: number; maximum?: number };
+    return { name, default: s.default, description: s.description ?? '', minimum: s.minimum, maximum: s.maximum };
   });
 }
