@@ -2,6 +2,7 @@ import { findUserById } from '../accounts/accounts.repository.js';
 import type { FeatureDeps } from '../deps.js';
 import { AppError } from '../http/errors.js';
 import type { UserPrincipal } from './access-tokens.js';
+import { unauthorized, USER_GONE } from './authenticate.js';
 import { recordAuthEvent, type RequestOrigin } from './auth-events.repository.js';
 import type { LoginLimiter } from './login-limits.js';
 import { hashPassword, verifyPassword } from './passwords.js';
@@ -20,7 +21,8 @@ export async function changeOwnPassword(
 ): Promise<void> {
   const now = clock.now();
   const user = await findUserById(db, principal.userId);
-  if (!user || !user.active) throw new AppError('user_inactive', 'The user is disabled.');
+  if (!user) throw unauthorized(USER_GONE);
+  if (!user.active) throw new AppError('user_inactive', 'The user is disabled.');
   // The account the login limits count for this user (as login-account.ts names it).
   const limiterKey = `user:${user.id}`;
   const decision = await limiter.attempt(limiterKey, input.origin.ip, now);

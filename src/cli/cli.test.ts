@@ -107,6 +107,9 @@ describe('plaza CLI (in-process)', () => {
 
     const cases: [string[], string, RegExp][] = [
       [['users', 'add', 'bob', '--seller', '42'], 'short', /at least 8 characters/],
+      // Login refuses a NUL in any string before it looks at the password: such a user could never log in.
+      [['users', 'add', 'bob', '--seller', '42'], 'Secr3tPassw\u0000rd', /holds a NUL character/],
+      [['users', 'reset-password', 'alice'], 'Secr3tPassw\u0000rd', /holds a NUL character/],
       [['users', 'add', 'bob', '--seller', '999'], 'long-enough-password', /There is no seller 999\./],
       [['users', 'add', 'alice', '--seller', '42'], 'long-enough-password', /User alice already exists/],
       [['connections', 'add', '--seller', '42', '--marketplace', 'nowhere'], '', /There is no marketplace nowhere\./],

@@ -1,6 +1,7 @@
 import type { ParseArgsConfig } from 'node:util';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
+import { isStorableText } from '../http/input-guard.js';
 import { isCode } from '../http/path-params.js';
 import { checkName } from '../webhooks/webhook-validators.js';
 import { isUserName } from '../accounts/user-name.js';
@@ -96,6 +97,8 @@ export async function readPassword(stdin: NodeJS.ReadableStream): Promise<string
   const password = await readStdin(stdin, 'Password');
   if (password.length < 8) throw new UsageError('The password (read from standard input) must have at least 8 characters.');
   if (password.length > 1024) throw new UsageError('The password may have at most 1024 characters.');
+  // Login refuses such text before it looks at the password: the user could never log in.
+  if (!isStorableText(password)) throw new UsageError('The password holds a NUL character, which no login can send.');
   return password;
 }
 

@@ -18,7 +18,7 @@ const UNSTORABLE_TEXT = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\
  * (not Unicode text: a JSON escape such as `\ud800` cannot be read back as text, nor decoded by
  * most receivers). A string that is not such text is refused wherever it comes, with its field.
  */
-function isStorableText(text: string): boolean {
+export function isStorableText(text: string): boolean {
   return !UNSTORABLE_TEXT.test(text);
 }
 
