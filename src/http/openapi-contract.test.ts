@@ -78,9 +78,14 @@ describe('the OpenAPI document', () => {
     for (const { path, method, op } of operations()) {
       if (['post', 'put', 'patch', 'delete'].includes(method)) for (const status of ['413', '415']) assert.ok(op.responses[status], `${method} ${path} ${status}`);
     }
+    // Every route checks its query string (a NUL is 400 anywhere); a path parameter can be too long (414).
+    for (const { path, method, op } of operations()) {
+      assert.ok(op.responses['400'], `${method} ${path} 400`);
+      if (path.includes('{')) assert.ok(op.responses['414'], `${method} ${path} 414`);
+    }
   });
 
-  test('what a route without a body schema answers to a body, and to an API key where a user is needed, is declared', async () => {
+  test('answers that come from outside a route\'s own schema are declared: a body where none is taken, an API key where a user is needed, refused input, a path segment too long', async () => {
     const user = await seedUser(ctx.db, { role: 'admin' });
     const token = bearer(await accessTokenFor(ctx, user));
     const asText = { ...token, 'content-type': 'text/plain' };
@@ -89,6 +94,10 @@ describe('the OpenAPI document', () => {
       { method: 'POST', url: '/api/v2/auth/logout', path: '/api/v2/auth/logout', headers: asText, status: 415 },
       { method: 'DELETE', url: '/api/v2/admin/sellers/1', path: '/api/v2/admin/sellers/{id}', headers: asText, status: 415 },
       { method: 'GET', url: '/api/v2/auth/sessions', path: '/api/v2/auth/sessions', headers: { authorization: `Bearer ${key}` }, status: 403 },
+      { method: 'GET', url: '/healthz?probe=%00', path: '/healthz', headers: {}, status: 400 },
+      { method: 'GET', url: '/v1/MKT/webhooks/a%20b', path: '/v1/{marketplace_code}/webhooks/{code}', headers: token, status: 400 },
+      { method: 'POST', url: '/v1/MKT/webhooks/hook/rotate-secret', path: '/v1/{marketplace_code}/webhooks/{code}/rotate-secret', headers: { ...token, 'content-type': 'application/json' }, status: 400 },
+      { method: 'GET', url: `/v1/MKT/webhooks/${'a'.repeat(150)}`, path: '/v1/{marketplace_code}/webhooks/{code}', headers: token, status: 414 },
     ] as const;
     for (const { method, url, path, headers, status } of cases) {
       const response = await ctx.app.inject({ method, url, headers, payload: method === 'GET' ? undefined : 'x' });

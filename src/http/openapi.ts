@@ -63,21 +63,24 @@ interface RouteSchema {
 
 /**
  * What every operation has in common, added once here instead of in every route (so that a new route
- * gets it for free): the X-Request-Id header on every response; 503 (database unreachable, with
- * Retry-After) on every route but /healthz; 413 and 415 on routes that can get a body; Retry-After on 429
- * and 503, WWW-Authenticate on 401. Throws at start when a route has no operationId: generated
+ * gets it for free): the X-Request-Id header on every response; 400 on every route (the input guard
+ * and a JSON body that does not parse); 414 on routes with path parameters; 503 (database
+ * unreachable, with Retry-After) on every route but /healthz; 413 and 415 on routes that can get a
+ * body; Retry-After on 429 and 503, WWW-Authenticate on 401. Throws at start when a route has no operationId: generated
  * clients name their methods after it.
  */
 export function completeOperation(schema: RouteSchema, url: string, method: string): RouteSchema {
   if (schema.hide) return schema;
   if (!schema.operationId) throw new Error(`Route ${url} has no operationId in its schema.`);
-  const extra: number[] = [];
+  // Every route checks its query and path values (input-guard.ts), and a body when one comes.
+  const extra: number[] = [400];
+  // A path segment longer than Fastify's maxParamLength (problem.ts, uri_too_long).
+  if (/[:{]/.test(url)) extra.push(414);
   if (url !== '/healthz') extra.push(503);
   // Fastify reads a body on these methods whenever a Content-Type comes, even where the route takes
   // none: a body of another type is 415 and one over the limit 413 there too.
   if (schema.body || BODY_METHODS.has(method)) extra.push(413, 415);
   const responses: Record<string, Record<string, unknown>> = { ...problemResponses(...extra), ...schema.response } as Record<string, Record<string, unknown>>;
-  if (!Object.keys(responses).some((status) => status.startsWith('4'))) Object.assign(responses, problemResponses(431));
   for (const [status, response] of Object.entries(responses)) {
     const headers: Record<string, unknown> = { 'X-Request-Id': HEADERS['X-Request-Id'], ...(response.headers as object | undefined) };
     if (status === '429' || status === '503') headers['Retry-After'] = HEADERS['Retry-After'];
