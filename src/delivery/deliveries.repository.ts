@@ -129,16 +129,20 @@ export async function listAttempts(db: Queryable, deliveryId: number): Promise<D
 const requeue = (offsetParameter: number) =>
   `status = 'pending', next_attempt_at = ${dbNow(offsetParameter)}, updated_at = ${dbNow(offsetParameter)}, completed_at = NULL, leased_by = NULL, lease_expires_at = NULL`;
 
-export type RetryOutcome = 'queued' | 'not_found' | 'delivering';
+export type RetryOutcome = 'queued' | 'not_found' | 'delivering' | 'held';
 
-/** Sends a delivery again now, unless a worker is sending it at this moment; one statement. */
+/**
+ * Sends a delivery again now, unless a worker is sending it at this moment, or a pause holds it (the
+ * resume sends it, in order; made pending here it would leave the held count while still waiting);
+ * one statement.
+ */
 export async function requeueDelivery(db: Queryable, webhookId: number, deliveryId: number, clockOffsetMs: number): Promise<RetryOutcome> {
   const { rows } = await db.query<{ status: DeliveryStatus; requeued: boolean }>(
     `WITH target AS (
        SELECT id, status FROM deliveries WHERE id = $2 AND webhook_id = $1 FOR UPDATE
      ), requeued AS (
        UPDATE deliveries d SET ${requeue(3)}
-         FROM target t WHERE d.id = t.id AND t.status <> 'delivering'
+         FROM target t WHERE d.id = t.id AND t.status NOT IN ('delivering', 'held')
        RETURNING d.id
      )
      SELECT t.status, EXISTS (SELECT 1 FROM requeued) AS requeued FROM target t`,
@@ -146,7 +150,8 @@ export async function requeueDelivery(db: Queryable, webhookId: number, delivery
   );
   const row = rows[0];
   if (!row) return 'not_found';
-  return row.requeued ? 'queued' : 'delivering';
+  if (row.requeued) return 'queued';
+  return row.status === 'held' ? 'held' : 'delivering';
 }
 
 export interface EventView {

@@ -105,7 +105,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
         operationId: 'retryDelivery',
         tags: ['deliveries'],
         summary: 'Send a delivery again now',
-        description: 'Allowed in every status but `delivering` (409). The delivery becomes pending and due now; its webhook-id stays the same.',
+        description: 'Allowed from `pending`, `failed` and `succeeded`; `delivering` and `held` (its webhook is paused: resuming sends it) are 409. The delivery becomes pending and due now; its webhook-id stays the same.',
         security: [{ bearerAuth: [] }],
         params: DeliveryParams,
         response: { 202: DeliveryItem, ...problemResponses(400, 401, 404, 409, 429) },
@@ -117,6 +117,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
       const outcome = await retryDelivery(db, webhook.id, request.params.id, clock);
       if (outcome === 'not_found') throw notFound(DELIVERY_NOT_FOUND);
       if (outcome === 'delivering') throw new AppError('conflict', 'The delivery is being sent right now; retry once this attempt has finished.');
+      if (outcome === 'held') throw new AppError('conflict', 'The delivery is held while its webhook is paused; resuming the webhook sends it.');
       const delivery = await findDelivery(db, webhook.id, request.params.id);
       if (!delivery) throw notFound(DELIVERY_NOT_FOUND);
       return reply.code(202).send(deliveryItem(delivery));

@@ -158,6 +158,12 @@ describe('pause, replay, sent headers and failure logs (API)', () => {
     assert.deepEqual((await call('GET', `${base}/deliveries?status=held`)).json().items.map((item: { event_id: string }) => item.event_id), ['evt-3', 'evt-2', 'evt-1']);
     assert.deepEqual(await deliverDue(deliverer), [], 'nothing goes out while paused');
     assert.equal(receiver.requests.length, 1);
+    // A held delivery is not retried: the resume sends it, in order.
+    const held = (await call('GET', `${base}/deliveries?status=held`)).json().items[0] as { id: number };
+    const retried = await call('POST', `${base}/deliveries/${held.id}/retry`);
+    assert.equal(retried.statusCode, 409, retried.body);
+    assert.match(retried.json().detail, /held while its webhook is paused/);
+    assert.equal((await call('GET', base)).json().held_count, 3, 'still held');
 
     const notified: string[] = [];
     const unlisten = await ctx.db.listen(DELIVERY_CHANNEL, () => notified.push('woken'));
