@@ -1,7 +1,8 @@
 import { recordAdminAction, type Actor } from '../admin/admin-audit.repository.js';
 import { hashPassword } from '../auth/passwords.js';
 import { revokeAllOfUser } from '../auth/sessions.repository.js';
-import type { Database } from '../db/database.js';
+import type { Database, Queryable } from '../db/database.js';
+import { AppError } from '../http/errors.js';
 import { withConstraints } from '../admin/db-conflicts.js';
 import { findUserSummary, insertUser, type Role, type UserSummary } from './accounts.repository.js';
 
@@ -27,13 +28,33 @@ export async function createUser(db: Database, input: NewUserInput, actor: Actor
   }));
 }
 
+export interface AdminGuard {
+  /**
+   * Refuse to switch off or delete the last active administrator (the admin API): nothing but the
+   * CLI, which needs the database, could then administer the installation. The CLI itself may: it
+   * is the way back (`plaza users add … --role admin`).
+   */
+  keepAnAdmin?: boolean;
+}
+
+/**
+ * 409 when `userId` is the only active administrator. The active administrators are locked first,
+ * so that two of them switching each other off at once cannot both succeed: the second waits, then
+ * sees the first one gone.
+ */
+async function refuseLastAdmin(tx: Queryable, userId: number): Promise<void> {
+  const { rows } = await tx.query<{ id: number }>(`SELECT id FROM users WHERE role = 'admin' AND active ORDER BY id FOR UPDATE`);
+  if (rows.length === 1 && rows[0]!.id === userId) throw new AppError('conflict', 'This is the last active administrator; make or activate another one first.');
+}
+
 /**
  * Switches a user on or off. Switching off revokes every session and refresh token of the user in
  * the same transaction, so that switching the user on again does not revive them.
  * Returns undefined when there is no such user.
  */
-export async function setUserActiveById(db: Database, userId: number, active: boolean, actor: Actor, now: Date): Promise<UserSummary | undefined> {
+export async function setUserActiveById(db: Database, userId: number, active: boolean, actor: Actor, now: Date, options: AdminGuard = {}): Promise<UserSummary | undefined> {
   return db.transaction(async (tx) => {
+    if (!active && options.keepAnAdmin) await refuseLastAdmin(tx, userId);
     const { rowCount } = await tx.query(`UPDATE users SET active = $2, updated_at = $3 WHERE id = $1`, [userId, active, now]);
     if (rowCount === 0) return undefined;
     const revoked = active ? 0 : await revokeAllOfUser(tx, userId, 'user_deactivated', now);
@@ -55,8 +76,9 @@ export async function resetPassword(db: Database, userId: number, password: stri
 }
 
 /** Deletes a user with its sessions and refresh tokens (the audit trail keeps its name). */
-export async function deleteUser(db: Database, userId: number, actor: Actor, now: Date): Promise<boolean> {
+export async function deleteUser(db: Database, userId: number, actor: Actor, now: Date, options: AdminGuard = {}): Promise<boolean> {
   return db.transaction(async (tx) => {
+    if (options.keepAnAdmin) await refuseLastAdmin(tx, userId);
     const { rowCount } = await tx.query(`DELETE FROM users WHERE id = $1`, [userId]);
     if (rowCount === 0) return false;
     await recordAdminAction(tx, { actor, action: 'delete', targetKind: 'user', targetId: userId, at: now });

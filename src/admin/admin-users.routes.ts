@@ -83,12 +83,12 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (ap
   app.patch('/api/v2/admin/users/:id', {
     schema: {
       ...schema, operationId: 'adminUpdateUser', summary: 'Activate or deactivate a user',
-      description: '`active: false` deactivates the user and revokes all their sessions and refresh tokens; activating again does not revive them.',
+      description: '`active: false` deactivates the user and revokes all their sessions and refresh tokens; activating again does not revive them. The last active administrator cannot be deactivated (409).',
       params: IdParams, body: Type.Object({ active: Type.Boolean() }, { additionalProperties: false }),
-      response: { 200: User, ...problemResponses(400, 401, 403, 404, 503) },
+      response: { 200: User, ...problemResponses(400, 401, 403, 404, 409, 503) },
     },
   }, async (request) => {
-    const user = await setUserActiveById(db, request.params.id, request.body.active, actorOf(principalOf(request)), clock.now());
+    const user = await setUserActiveById(db, request.params.id, request.body.active, actorOf(principalOf(request)), clock.now(), { keepAnAdmin: true });
     if (!user) throw noUser();
     return present(user);
   });
@@ -106,11 +106,11 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (ap
 
   app.delete('/api/v2/admin/users/:id', {
     schema: {
-      ...schema, operationId: 'adminDeleteUser', summary: 'Delete a user', description: 'Removes the user with its sessions and refresh tokens; audit records keep its name.',
+      ...schema, operationId: 'adminDeleteUser', summary: 'Delete a user', description: 'Removes the user with its sessions and refresh tokens; audit records keep its name. The last active administrator cannot be deleted (409).',
       params: IdParams, response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(400, 401, 403, 404, 409, 503) },
     },
   }, async (request, reply) => {
-    if (!(await withConstraints('The user', () => deleteUser(db, request.params.id, actorOf(principalOf(request)), clock.now())))) throw noUser();
+    if (!(await withConstraints('The user', () => deleteUser(db, request.params.id, actorOf(principalOf(request)), clock.now(), { keepAnAdmin: true })))) throw noUser();
     return reply.code(204).send(null);
   });
 };

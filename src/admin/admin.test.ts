@@ -142,6 +142,29 @@ describe('administration over HTTP', () => {
     assert.equal(rows.length, 0, 'nothing was stored');
   });
 
+  test('the last active administrator cannot be switched off or deleted over HTTP (409); two admins switching each other off at once leave one', async () => {
+    // Only this file's admin stays active (other tests made admins of their own).
+    await ctx.db.query(`UPDATE users SET active = false WHERE role = 'admin' AND id <> $1`, [adminId]);
+    for (const response of [await call('PATCH', `/api/v2/admin/users/${adminId}`, { active: false }), await call('DELETE', `/api/v2/admin/users/${adminId}`)]) {
+      assert.equal(response.statusCode, 409, response.body);
+      assert.match(response.json().detail, /last active administrator/);
+    }
+    // With a second admin, each switches the other off at the same moment: one of the two wins.
+    const second = await seedUser(ctx.db, { role: 'admin', sellerId: 1 });
+    const secondToken = bearer(await accessTokenFor(ctx, second));
+    const [a, b] = await Promise.all([
+      call('PATCH', `/api/v2/admin/users/${second.id}`, { active: false }),
+      call('PATCH', `/api/v2/admin/users/${adminId}`, { active: false }, secondToken),
+    ]);
+    // The loser gets 409, or 401 when the winner had switched it off before its request was checked.
+    const statuses = [a.statusCode, b.statusCode].sort();
+    assert.ok(statuses[0] === 200 && (statuses[1] === 401 || statuses[1] === 409), `${a.body} ${b.body}`);
+    const { rows } = await ctx.db.query(`SELECT id FROM users WHERE role = 'admin' AND active`);
+    assert.equal(rows.length, 1, 'one active administrator is left');
+    // Put this file's admin back for the tests after this one.
+    await ctx.db.query(`UPDATE users SET active = true WHERE id = $1`, [adminId]);
+  });
+
   test('administration needs a live user: a deactivated or deleted admin\'s token, still valid, is refused (401) and mints nothing', async () => {
     const other = await seedUser(ctx.db, { role: 'admin', sellerId: 1 });
     const token = bearer(await accessTokenFor(ctx, other));
