@@ -21,11 +21,28 @@ function usersOf(kind: TenantKind): string {
 }
 
 /**
+ * Portal sessions opened by a link (no API session to revoke) that the tenant's deactivation ends:
+ * those its users opened, and those acting for it or inside it (a seller's, whoever made the link;
+ * a marketplace's own, and its sellers' links, confined to it).
+ */
+function linkSessionsOf(kind: TenantKind): string {
+  const forTenant = kind === 'marketplace' ? `marketplace_code = $1::text OR scope_marketplace = $1::text` : `role = 'seller' AND seller_id = $1::text::int`;
+  return `auth_session_id IS NULL AND (user_id IN (${usersOf(kind)}) OR ${forTenant})`;
+}
+
+/** Portal links not used yet that its users made, or that are for the tenant or inside it. */
+function unusedLinksOf(kind: TenantKind): string {
+  const forTenant = kind === 'marketplace' ? `marketplace_code = $1::text` : `seller_id = $1::text::int`;
+  return `used_at IS NULL AND (created_by IN (${usersOf(kind)}) OR ${forTenant})`;
+}
+
+/**
  * What a tenant's deactivation or activation does besides its flag, inside the caller's
  * transaction (the flag, this and the audit row commit together).
  *
  * Deactivation revokes every session and refresh token of the tenant's users (reason
- * `tenant_deactivated`), so that activating the tenant again does not revive them, and pauses the
+ * `tenant_deactivated`) and deletes the portal sessions opened by links for it or inside it, and
+ * its unused links, so that activating the tenant again does not revive them; and pauses the
  * tenant's own active webhooks with reason `tenant_deactivated`: their pending deliveries and
  * retries wait (the claim takes only active webhooks' work), what matches meanwhile is held.
  * Activation resumes exactly those webhooks (a webhook its owner paused, or the delivery disabled,
@@ -41,6 +58,10 @@ export async function applyTenantActivation(tx: Queryable, kind: TenantKind, key
           RETURNING 1
        ), sessions AS (
          UPDATE sessions SET revoked_at = $2 WHERE revoked_at IS NULL AND user_id IN (${usersOf(kind)}) RETURNING 1
+       ), link_sessions AS (
+         DELETE FROM portal_sessions WHERE ${linkSessionsOf(kind)}
+       ), links AS (
+         DELETE FROM portal_links WHERE ${unusedLinksOf(kind)}
        )
        SELECT (SELECT count(*) FROM tokens)::int AS tokens`,
       [key, now],

@@ -86,6 +86,9 @@ export async function revokeRefreshToken(tx: Queryable, id: number, reason: Revo
 /**
  * Revokes every active refresh token and session of a user in one statement, except the session
  * `keepSessionId` (a password change keeps the session that made it); returns how many tokens.
+ * The portal sessions opened by the user's links go too, and the links not used yet: they have no
+ * API session to revoke, and were otherwise only suspended while the user was off (back when it was
+ * switched on again).
  */
 export async function revokeAllOfUser(db: Queryable, userId: number, reason: RevocationReason, now: Date, keepSessionId: string | null = null): Promise<number> {
   const { rows } = await db.query<{ tokens: number }>(
@@ -95,6 +98,10 @@ export async function revokeAllOfUser(db: Queryable, userId: number, reason: Rev
         RETURNING 1
      ), sessions AS (
        UPDATE sessions SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL AND id IS DISTINCT FROM $4::uuid RETURNING 1
+     ), link_sessions AS (
+       DELETE FROM portal_sessions WHERE user_id = $1 AND auth_session_id IS NULL
+     ), links AS (
+       DELETE FROM portal_links WHERE created_by = $1 AND used_at IS NULL
      )
      SELECT (SELECT count(*) FROM tokens)::int AS tokens`,
     [userId, now, reason, keepSessionId],

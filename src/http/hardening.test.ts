@@ -34,6 +34,12 @@ describe('method not allowed and response hardening headers', () => {
       assert.equal(response.statusCode, 404);
       assert.equal(response.headers.allow, undefined);
     }
+    // A trailing slash is another path (it was a 405 that allowed the very method it refused).
+    for (const url of ['/portal/', '/healthz/']) {
+      const response = await ctx.app.inject({ method: 'GET', url });
+      assert.equal(response.statusCode, 404, url);
+      assert.equal(response.headers.allow, undefined, url);
+    }
   });
 
   test('every answer says nosniff; answers with webhook headers are no-store', async () => {

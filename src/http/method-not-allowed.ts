@@ -11,7 +11,8 @@ function patternOf(url: string): RegExp {
     .split('/')
     .map((segment) => (segment.startsWith(':') ? '[^/]+' : segment === '*' ? '.*' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
     .join('/');
-  return new RegExp(`^${source}/?$`);
+  // Exactly: Fastify does not route `/x/` to `/x`, so neither is it a path whose methods count.
+  return new RegExp(`^${source}$`);
 }
 
 /**

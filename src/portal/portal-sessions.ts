@@ -55,8 +55,10 @@ export async function findPortalSession(db: Queryable, cookie: string, now: Date
        JOIN users u ON u.id = p.user_id AND u.active
        LEFT JOIN sessions s ON s.id = p.auth_session_id
       WHERE p.id_hash = $1 AND p.expires_at > $2 AND (p.auth_session_id IS NULL OR s.revoked_at IS NULL)
-        -- The tenant the session acts for is still active (a deactivated seller or marketplace ends it).
-        AND ${tenantActiveSql('p.role', 'p.seller_id', 'p.marketplace_code')}`,
+        -- The tenant the session acts for is still active (a deactivated seller or marketplace ends it),
+        -- and so is the marketplace a link's session is confined to (a seller's link made by it).
+        AND ${tenantActiveSql('p.role', 'p.seller_id', 'p.marketplace_code')}
+        AND (p.scope_marketplace IS NULL OR ${tenantActiveSql(`'marketplace'`, 'p.seller_id', 'p.scope_marketplace')})`,
     [hashToken(cookie), now],
   );
   const row = rows[0];

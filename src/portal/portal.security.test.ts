@@ -145,4 +145,23 @@ describe('portal sessions, links and page security', () => {
     assert.doesNotMatch(list.body, /Seller one/);
     assert.equal((await get('/portal/MKT/webhooks/seller-one', cookie)).statusCode, 404);
   });
+  test('a deactivation ends link sessions for good, and unused links: the marketplace\'s, the seller\'s, the link maker\'s', async () => {
+    const admin = bearer(await accessTokenFor(ctx, await seedUser(ctx.db, { role: 'admin', sellerId: 1 })));
+    const patch = (url: string, active: boolean) => ctx.app.inject({ method: 'PATCH', url, headers: { ...admin, host }, payload: { active } });
+    const newLink = async () => String((await createLink(marketplace, { seller_id: 2 })).json().url).split('/portal/link/')[1]!;
+    const live = async (cookie: string) => (await get('/portal/MKT/webhooks', cookie)).statusCode === 200;
+    for (const target of ['/api/v2/admin/marketplaces/MKT', '/api/v2/admin/sellers/2', `/api/v2/admin/users/${marketplace.id}`]) {
+      // A seller's link made by the marketplace user: the session acts for seller 2 inside MKT.
+      const used = await useLink(await newLink());
+      assert.equal(used.statusCode, 303, used.body);
+      const cookie = String(used.headers['set-cookie']).split(';')[0]!;
+      const unused = await newLink();
+      assert.ok(await live(cookie), target);
+      assert.equal((await patch(target, false)).statusCode, 200, target);
+      assert.ok(!(await live(cookie)), `${target} off: the session ends`);
+      assert.equal((await patch(target, true)).statusCode, 200, target);
+      assert.ok(!(await live(cookie)), `${target} on again: the session stays ended`);
+      assert.equal((await useLink(unused)).statusCode, 410, `${target}: the unused link is gone`);
+    }
+  });
 });
