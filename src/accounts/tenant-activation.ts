@@ -21,19 +21,20 @@ function usersOf(kind: TenantKind): string {
 }
 
 /**
- * Portal sessions opened by a link (no API session to revoke) that the tenant's deactivation ends:
- * those its users opened, and those acting for it or inside it (a seller's, whoever made the link;
- * a marketplace's own, and its sellers' links, confined to it).
+ * Portal sessions opened by a link (no API session to revoke) that act for the tenant or inside it:
+ * a seller's, whoever made the link; for a marketplace, every link session confined to it (its own
+ * and its sellers'). That includes every link its users made: a link is always inside the
+ * marketplace of its maker, and only marketplace users and admins make links.
  */
 function linkSessionsOf(kind: TenantKind): string {
-  const forTenant = kind === 'marketplace' ? `marketplace_code = $1::text OR scope_marketplace = $1::text` : `role = 'seller' AND seller_id = $1::text::int`;
-  return `auth_session_id IS NULL AND (user_id IN (${usersOf(kind)}) OR ${forTenant})`;
+  return kind === 'marketplace'
+    ? `auth_session_id IS NULL AND scope_marketplace = $1::text`
+    : `auth_session_id IS NULL AND role = 'seller' AND seller_id = $1::text::int`;
 }
 
-/** Portal links not used yet that its users made, or that are for the tenant or inside it. */
+/** Portal links not used yet for the tenant or inside it (so, as above, every one its users made). */
 function unusedLinksOf(kind: TenantKind): string {
-  const forTenant = kind === 'marketplace' ? `marketplace_code = $1::text` : `seller_id = $1::text::int`;
-  return `used_at IS NULL AND (created_by IN (${usersOf(kind)}) OR ${forTenant})`;
+  return kind === 'marketplace' ? `used_at IS NULL AND marketplace_code = $1::text` : `used_at IS NULL AND seller_id = $1::text::int`;
 }
 
 /**

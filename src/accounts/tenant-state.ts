@@ -11,9 +11,14 @@ import type { Queryable } from '../db/database.js';
 export function tenantActiveSql(role: string, sellerId: string, marketplaceCode: string): string {
   return `(CASE ${role}
              WHEN 'admin' THEN true
-             WHEN 'marketplace' THEN coalesce((SELECT tm.active FROM marketplaces tm WHERE tm.code = ${marketplaceCode}), true)
+             WHEN 'marketplace' THEN ${marketplaceActiveSql(marketplaceCode)}
              ELSE coalesce((SELECT ts.active FROM sellers ts WHERE ts.id = ${sellerId}), true)
            END)`;
+}
+
+/** Whether the marketplace `code` (an SQL expression) is active; a missing one counts as active, as above. */
+export function marketplaceActiveSql(code: string): string {
+  return `coalesce((SELECT tm.active FROM marketplaces tm WHERE tm.code = ${code}), true)`;
 }
 
 /** What a refusal says: the tenant of the role that is deactivated. */

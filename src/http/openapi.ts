@@ -66,8 +66,8 @@ interface RouteSchema {
  * gets it for free): the X-Request-Id header on every response; 400 on every route (the input guard
  * and a JSON body that does not parse); 414 on routes with path parameters; 503 (database
  * unreachable, with Retry-After) on every route but /healthz; 413 and 415 on routes that can get a
- * body; Retry-After on 429 and 503, WWW-Authenticate on 401. Throws at start when a route has no operationId: generated
- * clients name their methods after it.
+ * body; Retry-After on 429 and 503, WWW-Authenticate on 401. Throws at start when a route has no
+ * operationId: generated clients name their methods after it.
  */
 export function completeOperation(schema: RouteSchema, url: string, method: string): RouteSchema {
   if (schema.hide) return schema;

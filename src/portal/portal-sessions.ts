@@ -2,7 +2,7 @@ import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Principal } from '../auth/access-tokens.js';
 import type { Queryable } from '../db/database.js';
 import { hashToken } from './portal-links.repository.js';
-import { tenantActiveSql } from '../accounts/tenant-state.js';
+import { marketplaceActiveSql, tenantActiveSql } from '../accounts/tenant-state.js';
 
 /** A signed-in portal session: who it acts as, and (from a portal link) the one marketplace it may see. */
 export interface PortalSession {
@@ -58,7 +58,7 @@ export async function findPortalSession(db: Queryable, cookie: string, now: Date
         -- The tenant the session acts for is still active (a deactivated seller or marketplace ends it),
         -- and so is the marketplace a link's session is confined to (a seller's link made by it).
         AND ${tenantActiveSql('p.role', 'p.seller_id', 'p.marketplace_code')}
-        AND (p.scope_marketplace IS NULL OR ${tenantActiveSql(`'marketplace'`, 'p.seller_id', 'p.scope_marketplace')})`,
+        AND (p.scope_marketplace IS NULL OR ${marketplaceActiveSql('p.scope_marketplace')})`,
     [hashToken(cookie), now],
   );
   const row = rows[0];
