@@ -1,10 +1,9 @@
 import type { User } from '../accounts/accounts.repository.js';
-import { tenantActiveSql } from '../accounts/tenant-state.js';
 import type { Queryable } from '../db/database.js';
 
 export interface LoginAccount {
-  /** The user the name matched, if any, and whether its seller or marketplace is active. */
-  user: (User & { tenant_active: boolean }) | undefined;
+  /** The user the name matched, if any (its state is read again under its lock, account-lock.ts). */
+  user: User | undefined;
   /**
    * What the login limits count this attempt against: the user id when the name matched a user,
    * else the name as the lookup folded it. Never the typed name: PostgreSQL's lower() (which the
@@ -20,12 +19,12 @@ export interface LoginAccount {
  * the lookup use the same normalisation because the database computes both.
  */
 export async function findLoginAccount(db: Queryable, username: string): Promise<LoginAccount> {
-  const { rows } = await db.query<User & { folded: string; id: number | null; tenant_active: boolean }>(
-    `SELECT lower($1::text) AS folded, u.*, ${tenantActiveSql('u.role', 'u.seller_id', 'u.marketplace_code')} AS tenant_active
+  const { rows } = await db.query<User & { folded: string; id: number | null }>(
+    `SELECT lower($1::text) AS folded, u.*
      FROM (SELECT) AS one LEFT JOIN users AS u ON lower(u.username) = lower($1::text)`,
     [username],
   );
   const { folded, ...row } = rows[0]!;
   if (row.id === null) return { user: undefined, limiterAccount: `name:${folded}` };
-  return { user: row as User & { tenant_active: boolean }, limiterAccount: `user:${row.id}` };
+  return { user: row as User, limiterAccount: `user:${row.id}` };
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { inactiveTenantOf } from '../accounts/tenant-state.js';
 import type { FeatureDeps } from '../deps.js';
 import { AppError } from '../http/errors.js';
+import { lockAccount } from './account-lock.js';
 import { recordAuthEvent, type RequestOrigin } from './auth-events.repository.js';
 import { findLoginAccount } from './login-account.js';
 import { createLoginLimiter, type LoginLimiter } from './login-limits.js';
@@ -49,8 +50,9 @@ export function createLoginGuards(deps: FeatureDeps): LoginGuards {
 /**
  * Login: the user lookup (which also gives the account the limits count), the limiter (no
  * password is verified while cooling down), then the password (a dummy verification for unknown
- * users, so timing tells nothing), and only after a correct password whether the user is active.
- * A success opens a session with its first refresh token.
+ * users, so timing tells nothing), and only after a correct password whether the user and its
+ * seller or marketplace are active, read under their lock in the transaction that opens the session
+ * with its first refresh token.
  */
 export async function login(deps: FeatureDeps, guards: LoginGuards, input: LoginInput): Promise<TokenPair> {
   const { db, config, clock } = deps;
@@ -80,22 +82,25 @@ export async function login(deps: FeatureDeps, guards: LoginGuards, input: Login
     throw invalidCredentials();
   }
   await limiter.succeeded(limiterAccount, origin.ip, now);
-  if (!user.active) {
-    await recordAuthEvent(db, { type: 'login_failed', at: now, origin, userId: user.id, username: user.username, detail: { reason: 'user_inactive' } });
-    throw new AppError('user_inactive', 'The user is disabled.');
-  }
-  if (!user.tenant_active) {
-    await recordAuthEvent(db, { type: 'login_failed', at: now, origin, userId: user.id, username: user.username, detail: { reason: 'tenant_inactive' } });
-    throw new AppError('user_inactive', `The user's ${inactiveTenantOf(user.role)} is deactivated.`);
-  }
+  // The hash the password was verified against, as stored now.
+  let verifiedHash = user.password_hash;
   if (needsRehash(user.password_hash)) {
     const rehashed = await hashPassword(input.password);
-    await db.query(`UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1 AND password_hash = $3`, [user.id, rehashed, user.password_hash]);
+    const { rowCount } = await db.query(`UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1 AND password_hash = $3`, [user.id, rehashed, user.password_hash]);
+    if (rowCount === 1) verifiedHash = rehashed;
   }
 
   const sessionId = randomUUID();
   const refreshToken = newRefreshToken();
-  await db.transaction(async (tx) => {
+  // The password was verified outside this transaction (it is slow), so the user's state is read
+  // under its lock: a reset or deactivation that committed meanwhile refuses the login, one that
+  // comes later revokes the session (account-lock.ts).
+  const refusal = await db.transaction(async (tx) => {
+    const account = await lockAccount(tx, user.id);
+    if (!account) return 'user_deleted';
+    if (account.password_hash !== verifiedHash) return 'password_changed';
+    if (!account.active) return 'user_inactive';
+    if (!account.tenant_active) return 'tenant_inactive';
     await insertSession(tx, { id: sessionId, userId: user.id, now, userAgent: origin.userAgent, ip: origin.ip });
     await insertRefreshToken(tx, {
       hash: hashRefreshToken(refreshToken),
@@ -106,6 +111,15 @@ export async function login(deps: FeatureDeps, guards: LoginGuards, input: Login
       expiresAt: refreshExpiry(now, config.REFRESH_TOKEN_TTL_SECONDS),
     });
     await recordAuthEvent(tx, { type: 'login_succeeded', at: now, origin, userId: user.id, username: user.username, sessionId });
+    return undefined;
   });
+  if (refusal) {
+    // A deleted user's id can no longer be recorded (the audit refers to users).
+    const who = refusal === 'user_deleted' ? {} : { userId: user.id, username: user.username };
+    await recordAuthEvent(db, { type: 'login_failed', at: now, origin, ...who, detail: { reason: refusal } });
+    if (refusal === 'user_inactive') throw new AppError('user_inactive', 'The user is disabled.');
+    if (refusal === 'tenant_inactive') throw new AppError('user_inactive', `The user's ${inactiveTenantOf(user.role)} is deactivated.`);
+    throw invalidCredentials();
+  }
   return tokenPair(deps, user, sessionId, refreshToken, now);
 }

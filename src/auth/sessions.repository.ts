@@ -1,5 +1,5 @@
-import { tenantActiveSql } from '../accounts/tenant-state.js';
 import type { Queryable } from '../db/database.js';
+import { lockAccount } from './account-lock.js';
 
 export type RevocationReason = 'rotated' | 'security_breach_token_reuse' | 'logout' | 'revoke_all' | 'session_revoked' | 'password_changed' | 'user_deactivated' | 'tenant_deactivated';
 
@@ -56,18 +56,22 @@ const REFRESH_LOCK_NAMESPACE = 72_001;
 export async function lockRefreshToken(tx: Queryable, hash: Buffer): Promise<LockedRefreshToken | undefined> {
   const owner = await tx.query<{ user_id: number }>(`SELECT user_id FROM refresh_tokens WHERE token_hash = $1`, [hash]);
   if (owner.rows.length === 0) return undefined;
-  await tx.query(`SELECT pg_advisory_xact_lock($1, $2)`, [REFRESH_LOCK_NAMESPACE, owner.rows[0]!.user_id]);
-  const { rows } = await tx.query<LockedRefreshToken>(
+  const userId = owner.rows[0]!.user_id;
+  await tx.query(`SELECT pg_advisory_xact_lock($1, $2)`, [REFRESH_LOCK_NAMESPACE, userId]);
+  // Before the token: a reset or deactivation racing this refresh either is seen here or revokes
+  // the successor (account-lock.ts).
+  const account = await lockAccount(tx, userId);
+  if (!account) return undefined;
+  const { rows } = await tx.query<Omit<LockedRefreshToken, 'user_active'>>(
     `SELECT rt.id, rt.session_id, rt.user_id, rt.expires_at, rt.revoked_at, rt.revoked_reason,
-            u.username, u.seller_id, u.role, u.marketplace_code,
-            -- A user of a deactivated seller or marketplace is refused like a disabled user.
-            u.active AND ${tenantActiveSql('u.role', 'u.seller_id', 'u.marketplace_code')} AS user_active
+            u.username, u.seller_id, u.role, u.marketplace_code
        FROM refresh_tokens rt JOIN users u ON u.id = rt.user_id
       WHERE rt.token_hash = $1
         FOR UPDATE OF rt`,
     [hash],
   );
-  return rows[0];
+  // A user of a deactivated seller or marketplace is refused like a disabled user.
+  return rows[0] && { ...rows[0], user_active: account.active && account.tenant_active };
 }
 
 /** Whether the token with this hash is the still-usable direct successor of `parentId`. */

@@ -1,0 +1,124 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { Queryable } from '../db/database.js';
+import { seedConnection, seedUser, type SeededUser } from '../testing/fixtures.js';
+import { createTestApp, type TestContext } from '../testing/test-app.js';
+import { loginOk, postLogin, postRefresh, refreshTokensOf } from './auth-test-kit.js';
+import { hashPassword } from './passwords.js';
+import { revokeAllOfUser } from './sessions.repository.js';
+
+/**
+ * A login verifies the password before its transaction (the hash is slow), and a refresh reads the
+ * user before it rotates: a password reset or a deactivation that runs in between must either be
+ * seen by them or revoke what they issue. Each test holds the writer's transaction open at the
+ * point where it has updated the row and revoked the sessions, starts the login or refresh, lets it
+ * run into the writer's lock, then commits the writer: no session may survive.
+ */
+describe('a login or refresh racing a reset or deactivation leaves no live session', () => {
+  let ctx: TestContext;
+  before(async () => {
+    ctx = await createTestApp();
+  });
+  after(() => ctx.close());
+
+  const liveTokens = async (userId: number) => (await refreshTokensOf(ctx, userId)).filter((token) => token.revoked_at === null);
+
+  /** Waits (up to 5 s) until `waiters` statements of this database wait for a lock, or `settled` resolves first. */
+  async function untilWaiting(waiters: number, settled: Promise<unknown>): Promise<void> {
+    let done = false;
+    void settled.finally(() => (done = true));
+    for (let i = 0; i < 500 && !done; i++) {
+      const { rows } = await ctx.db.query<{ n: number }>(
+        `SELECT count(DISTINCT l.pid)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted AND a.datname = current_database()`,
+      );
+      if (rows[0]!.n >= waiters) return;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  /** Runs `writer` in a transaction that stays open until `release` is called. */
+  async function holdOpen(writer: (tx: Queryable) => Promise<void>): Promise<{ release: () => void; done: Promise<void> }> {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let wrote!: () => void;
+    const written = new Promise<void>((resolve) => (wrote = resolve));
+    const done = ctx.db.transaction(async (tx) => {
+      await writer(tx);
+      wrote();
+      await gate;
+    });
+    await Promise.race([written, done]);
+    return { release, done };
+  }
+
+  /** Holds `writer`'s transaction open until `during` has run into its locks, then commits it; returns during's result. */
+  async function race<T>(writer: (tx: Queryable) => Promise<void>, during: () => Promise<T>): Promise<T> {
+    const held = await holdOpen(writer);
+    const result = during();
+    await untilWaiting(1, result);
+    held.release();
+    await held.done;
+    return result;
+  }
+
+  const resetPasswordOf = (user: SeededUser) => async (tx: Queryable) => {
+    await tx.query(`UPDATE users SET password_hash = $2 WHERE id = $1`, [user.id, await hashPassword('a new password entirely')]);
+    await revokeAllOfUser(tx, user.id, 'password_changed', ctx.clock.now());
+  };
+  const deactivate = (user: SeededUser) => async (tx: Queryable) => {
+    await tx.query(`UPDATE users SET active = false WHERE id = $1`, [user.id]);
+    await revokeAllOfUser(tx, user.id, 'user_deactivated', ctx.clock.now());
+  };
+
+  test('a login whose password a reset changes meanwhile: 401, no session', async () => {
+    const user = await seedUser(ctx.db);
+    const response = await race(resetPasswordOf(user), () => postLogin(ctx, { username: user.username, password: user.password }));
+    assert.equal(response.statusCode, 401, response.body);
+    assert.equal(response.json().code, 'invalid_credentials');
+    assert.deepEqual(await liveTokens(user.id), []);
+  });
+
+  test('a login while the user is deactivated: 403, no session, none after activation either', async () => {
+    const user = await seedUser(ctx.db);
+    const response = await race(deactivate(user), () => postLogin(ctx, { username: user.username, password: user.password }));
+    assert.equal(response.statusCode, 403, response.body);
+    assert.equal(response.json().code, 'user_inactive');
+    await ctx.db.query(`UPDATE users SET active = true WHERE id = $1`, [user.id]);
+    assert.deepEqual(await liveTokens(user.id), []);
+  });
+
+  test("a login while the user's seller is deactivated: 403, no session", async () => {
+    await seedConnection(ctx.db, 7301, 'lockmkt');
+    const user = await seedUser(ctx.db, { sellerId: 7301 });
+    const response = await race(
+      async (tx) => {
+        await tx.query(`UPDATE sellers SET active = false WHERE id = 7301`);
+      },
+      () => postLogin(ctx, { username: user.username, password: user.password }),
+    );
+    assert.equal(response.statusCode, 403, response.body);
+    assert.equal(response.json().code, 'user_inactive');
+    assert.deepEqual(await liveTokens(user.id), []);
+  });
+
+  test('a refresh under way when a reset comes: the reset revokes its successor', async () => {
+    const user = await seedUser(ctx.db);
+    const pair = await loginOk(ctx, user);
+    const [token] = await refreshTokensOf(ctx, user.id);
+    // The refresh is held on its token's row; the reset starts and waits too; then the token is let go.
+    const held = await holdOpen(async (tx) => {
+      await tx.query(`SELECT 1 FROM refresh_tokens WHERE id = $1 FOR UPDATE`, [token!.id]);
+    });
+    const refreshing = postRefresh(ctx, pair.refresh_token);
+    await untilWaiting(1, refreshing);
+    const reset = ctx.db.transaction(resetPasswordOf(user));
+    await untilWaiting(2, Promise.race([refreshing, reset]));
+    held.release();
+    await held.done;
+    const response = await refreshing;
+    await reset;
+    assert.equal(response.statusCode, 200, response.body);
+    assert.deepEqual(await liveTokens(user.id), []);
+    assert.equal((await postRefresh(ctx, response.json().refresh_token)).statusCode, 401);
+  });
+});
