@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { lockAccount } from '../auth/account-lock.js';
 import type { Queryable } from '../db/database.js';
 
 /** A portal link's scope: the seller's own webhooks in the marketplace, or (no seller) the marketplace's. */
@@ -21,15 +22,32 @@ export async function insertPortalLink(db: Queryable, scope: PortalLinkScope, cr
 }
 
 /**
- * Uses a link up, in one statement: of two concurrent uses exactly one gets the scope. An unknown,
- * expired or used link gives undefined, and the three are not told apart.
+ * Uses a link up, inside the caller's transaction (which then opens the link's session): of two
+ * concurrent uses exactly one gets the scope. An unknown, expired or used link gives undefined, and
+ * the three are not told apart; so does a link whose maker, or whose marketplace or seller, is
+ * deactivated (or is being deactivated: their rows are locked first, as for a login, account-lock.ts,
+ * so that a deactivation either is seen here or deletes the session opened).
  */
-export async function consumePortalLink(db: Queryable, token: string, now: Date): Promise<(PortalLinkScope & { createdBy: number }) | undefined> {
-  const { rows } = await db.query<{ marketplace_code: string; seller_id: number | null; created_by: number }>(
+export async function consumePortalLink(tx: Queryable, token: string, now: Date): Promise<(PortalLinkScope & { createdBy: number }) | undefined> {
+  const hash = hashToken(token);
+  const found = await tx.query<{ created_by: number; marketplace_code: string; seller_id: number | null }>(
+    `SELECT created_by, marketplace_code, seller_id FROM portal_links WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2`,
+    [hash, now],
+  );
+  const link = found.rows[0];
+  if (!link) return undefined;
+  const maker = await lockAccount(tx, link.created_by);
+  if (!maker?.active || !maker.tenant_active) return undefined;
+  const scope = await tx.query<{ active: boolean }>(
+    `SELECT (SELECT active FROM marketplaces WHERE code = $1 FOR SHARE) AND coalesce((SELECT active FROM sellers WHERE id = $2 FOR SHARE), true) AS active`,
+    [link.marketplace_code, link.seller_id],
+  );
+  if (!scope.rows[0]!.active) return undefined;
+  const { rows } = await tx.query<{ marketplace_code: string; seller_id: number | null; created_by: number }>(
     `UPDATE portal_links SET used_at = $2
       WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2
       RETURNING marketplace_code, seller_id, created_by`,
-    [hashToken(token), now],
+    [hash, now],
   );
   const row = rows[0];
   return row && { marketplaceCode: row.marketplace_code, sellerId: row.seller_id, createdBy: row.created_by };

@@ -140,22 +140,26 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
   app.post('/portal/link', { schema: { ...hide, body: LinkForm } }, async (request, reply) => {
     assertSameOrigin(request);
     const now = clock.now();
-    const link = await consumePortalLink(db, request.body.token, now);
-    if (!link) return sendPage(reply, linkPage(null), 410);
-    const id = await createPortalSession(db, {
-      userId: link.createdBy,
-      authSessionId: null,
-      // A seller's link acts as that seller; a marketplace link as the marketplace.
-      role: link.sellerId === null ? 'marketplace' : 'seller',
-      sellerId: link.sellerId ?? 0,
-      marketplaceCode: link.sellerId === null ? link.marketplaceCode : null,
-      scopeMarketplace: link.marketplaceCode,
-      displayName: link.sellerId === null ? `marketplace ${link.marketplaceCode}` : `seller ${link.sellerId} on ${link.marketplaceCode}`,
-      now,
-      ttlSeconds: config.PORTAL_SESSION_TTL_SECONDS,
+    const opened = await db.transaction(async (tx) => {
+      const link = await consumePortalLink(tx, request.body.token, now);
+      if (!link) return undefined;
+      const id = await createPortalSession(tx, {
+        userId: link.createdBy,
+        authSessionId: null,
+        // A seller's link acts as that seller; a marketplace link as the marketplace.
+        role: link.sellerId === null ? 'marketplace' : 'seller',
+        sellerId: link.sellerId ?? 0,
+        marketplaceCode: link.sellerId === null ? link.marketplaceCode : null,
+        scopeMarketplace: link.marketplaceCode,
+        displayName: link.sellerId === null ? `marketplace ${link.marketplaceCode}` : `seller ${link.sellerId} on ${link.marketplaceCode}`,
+        now,
+        ttlSeconds: config.PORTAL_SESSION_TTL_SECONDS,
+      });
+      return { id, marketplaceCode: link.marketplaceCode };
     });
-    startSession(reply, request, id);
-    return reply.redirect(`/portal/${encodeURIComponent(link.marketplaceCode)}/webhooks`, 303);
+    if (!opened) return sendPage(reply, linkPage(null), 410);
+    startSession(reply, request, opened.id);
+    return reply.redirect(`/portal/${encodeURIComponent(opened.marketplaceCode)}/webhooks`, 303);
   });
 
   app.post('/portal/logout', { schema: hide, preHandler: requireSession }, async (request, reply) => {
