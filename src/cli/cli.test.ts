@@ -39,6 +39,16 @@ describe('plaza CLI (in-process)', () => {
         assert.equal(run.openedDatabase, false);
       }
     }
+    // A group of commands: the usage of each of them.
+    const groups = new Set(COMMANDS.filter((command) => command.name.includes(' ')).map((command) => command.name.split(' ')[0]!));
+    for (const group of groups) {
+      for (const args of [[group, '--help'], [group, '-h'], ['help', group]]) {
+        const run = await runInProcess(args);
+        assert.equal(run.code, 0, `plaza ${args.join(' ')}: ${run.stderr}`);
+        for (const command of COMMANDS.filter((c) => c.name.startsWith(`${group} `))) assert.ok(run.stdout.includes(`plaza ${command.name}`), `${args.join(' ')}: ${command.name}`);
+        assert.equal(run.openedDatabase, false);
+      }
+    }
     assert.equal((await runInProcess(['--version'])).stdout.trim(), packageVersion);
   });
 
@@ -46,6 +56,8 @@ describe('plaza CLI (in-process)', () => {
     const cases: [string[], RegExp][] = [
       [['frobnicate'], /Unknown command "frobnicate"/],
       [['users', 'frob'], /Unknown command "users frob"[\s\S]*plaza users add/],
+      [['users'], /Unknown command "users"[\s\S]*plaza users add/],
+      [['users', 'frob', '--help'], /Unknown command "users frob"/],
       [['migrate', '--hlep'], /Unknown option '--hlep'\./],
       [['migrate', 'now'], /Unexpected argument "now"/],
       [['users', 'add', 'erin', '--seller', '42', '--password', 'x'], /Unknown option '--password'\./],

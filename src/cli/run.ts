@@ -57,9 +57,11 @@ function parse(command: Command, args: string[]): Input {
   return { positionals: parsed.positionals, values: parsed.values as Input['values'], args };
 }
 
+const isHelpFlag = (arg: string) => arg === '--help' || arg === '-h';
+
 const wantsHelp = (args: string[]) => {
   const end = args.indexOf('--');
-  return (end === -1 ? args : args.slice(0, end)).some((arg) => arg === '--help' || arg === '-h');
+  return (end === -1 ? args : args.slice(0, end)).some(isHelpFlag);
 };
 
 /**
@@ -81,10 +83,17 @@ export async function runCli(argv: string[], ctx: CliContext, commands: Command[
   const { command, rest } = findCommand(asksHelp ? others : argv, commands);
   try {
     if (!command) {
-      const words = (asksHelp ? others : argv).slice(0, 2).join(' ');
-      const group = commands.filter((c) => c.name.split(' ')[0] === (asksHelp ? others : argv)[0]);
-      const hint = group.length > 0 ? `\n\n${group.map((c) => `  ${usageOf(c)}`).join('\n')}` : `\n\n${generalUsage(commands)}`;
-      ctx.err(`plaza: Unknown command "${words}".${hint}`);
+      const named = asksHelp ? others : argv;
+      const group = commands.filter((c) => c.name.split(' ')[0] === named[0]);
+      const groupUsage = group.map((c) => `  ${usageOf(c)}`).join('\n');
+      // `plaza keys --help`, `plaza help keys`: the usage of every command of the group.
+      const groupHelp = asksHelp ? named.length === 1 : named.length > 1 && named.slice(1).every(isHelpFlag);
+      if (group.length > 0 && groupHelp) {
+        ctx.out(`Usage:\n${groupUsage}\n\nRun \`plaza help <command>\` for one command's usage.`);
+        return 0;
+      }
+      const hint = group.length > 0 ? `\n\n${groupUsage}` : `\n\n${generalUsage(commands)}`;
+      ctx.err(`plaza: Unknown command "${named.slice(0, 2).join(' ')}".${hint}`);
       return 2;
     }
     if (asksHelp || wantsHelp(rest)) {
