@@ -1,5 +1,6 @@
 import { recordAdminAction, type Actor } from '../admin/admin-audit.repository.js';
 import { withConstraints } from '../admin/db-conflicts.js';
+import { AppError } from '../http/errors.js';
 import type { Database, Queryable } from '../db/database.js';
 import {
   changeMarketplace, changeSeller, deleteRow, findConnection, findMarketplace, findSeller, insertConnection, insertMarketplace, insertSeller,
@@ -77,8 +78,33 @@ const TABLES = { marketplace: 'marketplaces', seller: 'sellers', connection: 'ma
 export function deleteTenant(db: Database, kind: keyof typeof TABLES, key: string | number, actor: Actor, now: Date): Promise<boolean> {
   const what = kind === 'connection' ? `Connection ${key}` : `${kind[0]!.toUpperCase()}${kind.slice(1)} ${key}`;
   return withConstraints(what, () => db.transaction(async (tx) => {
+    if (kind === 'connection') await refuseConnectionInUse(tx, Number(key), what);
     if (!(await deleteRow(tx, TABLES[kind], key))) return false;
     await recordAdminAction(tx, { actor, action: 'delete', targetKind: kind, targetId: key, at: now });
     return true;
   }));
+}
+
+/**
+ * A connection is in use while webhooks depend on it: the seller's own webhooks in that marketplace
+ * (the seller could no longer reach them) and the marketplace's webhooks for that seller. No
+ * foreign key says so, hence this check, after the connection's row is locked: a webhook being
+ * created for it holds that row (webhooks.repository.ts, insertWebhook), so it is either seen here
+ * or refused there.
+ */
+async function refuseConnectionInUse(tx: Queryable, id: number, what: string): Promise<void> {
+  const { rows } = await tx.query<{ seller_id: number; marketplace_code: string }>(
+    `SELECT seller_id, marketplace_code FROM marketplace_connections WHERE id = $1 FOR UPDATE`,
+    [id],
+  );
+  const connection = rows[0];
+  if (!connection) return;
+  const { rowCount } = await tx.query(
+    `SELECT 1 FROM webhooks
+      WHERE marketplace_code = $2
+        AND ((tenant_kind = 'seller' AND tenant_id = $1::text) OR (tenant_kind = 'marketplace' AND tenant_id = $2 AND seller_id = $1::text))
+      LIMIT 1`,
+    [connection.seller_id, connection.marketplace_code],
+  );
+  if (rowCount > 0) throw new AppError('conflict', `${what} is still in use (webhooks of seller ${connection.seller_id} in ${connection.marketplace_code}); remove those first.`);
 }

@@ -106,7 +106,7 @@ export const adminTenantRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (
     schema: { ...schema, operationId: 'adminGetConnection', summary: 'Get a connection', params: IdParams, response: { 200: Connection, ...problemResponses(400, 401, 403, 404, 503) } },
   }, async (request) => iso((await findConnection(db, request.params.id)) ?? throwNotFound('connection')));
   app.delete('/api/v2/admin/connections/:id', {
-    schema: { ...schema, operationId: 'adminDeleteConnection', summary: 'Delete a connection', params: IdParams, response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(400, 401, 403, 404, 409, 503) } },
+    schema: { ...schema, operationId: 'adminDeleteConnection', summary: 'Delete a connection', description: "409 while webhooks depend on it: the seller's own webhooks in that marketplace, or the marketplace's webhooks for that seller.", params: IdParams, response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(400, 401, 403, 404, 409, 503) } },
   }, async (request, reply) => {
     if (!(await deleteTenant(db, 'connection', request.params.id, actorOf(principalOf(request)), clock.now()))) throwNotFound('connection');
     return reply.code(204).send(null);

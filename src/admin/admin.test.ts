@@ -20,6 +20,26 @@ describe('administration over HTTP', () => {
   const call = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: Record<string, unknown>, headers = admin) =>
     ctx.app.inject({ method, url, headers, ...(payload ? { payload } : {}) });
 
+  test("a connection that webhooks depend on is not deleted (409): the seller's own there, the marketplace's for that seller", async () => {
+    await seedConnection(ctx.db, 610, 'CONNWH');
+    const { id } = ((await call('GET', '/api/v2/admin/connections?seller_id=610')).json() as { id: number }[])[0]!;
+    const hook = (owner: { authorization: string }, code: string, sellerId?: string) =>
+      call('POST', '/v1/CONNWH/webhooks', { code, name: code, topic: 'order/create', callback_url: 'https://example.com/hook', ...(sellerId ? { seller_id: sellerId } : {}) }, owner);
+    const seller = bearer(await accessTokenFor(ctx, await seedUser(ctx.db, { sellerId: 610 })));
+    const marketplace = bearer(await accessTokenFor(ctx, await seedUser(ctx.db, { sellerId: 610, role: 'marketplace', marketplaceCode: 'CONNWH' })));
+    for (const [owner, code, sellerId] of [[seller, 'own', undefined], [marketplace, 'for-610', '610']] as const) {
+      const created = await hook(owner, code, sellerId);
+      assert.equal(created.statusCode, 201, created.body);
+      const refused = await call('DELETE', `/api/v2/admin/connections/${id}`);
+      assert.equal(refused.statusCode, 409, refused.body);
+      assert.match(refused.json().detail, /still in use \(webhooks of seller 610 in CONNWH\)/);
+      assert.equal((await call('DELETE', `/v1/CONNWH/webhooks/${code}`, undefined, owner)).statusCode, 204);
+    }
+    // A marketplace webhook for every seller does not depend on one connection.
+    assert.equal((await hook(marketplace, 'for-all')).statusCode, 201);
+    assert.equal((await call('DELETE', `/api/v2/admin/connections/${id}`)).statusCode, 204);
+  });
+
   test('only admins: 401 without credentials, 403 for other roles', async () => {
     const seller = bearer(await accessTokenFor(ctx, await seedUser(ctx.db, { sellerId: 1 })));
     const marketplace = bearer(await accessTokenFor(ctx, await seedUser(ctx.db, { sellerId: 1, role: 'marketplace', marketplaceCode: 'M0' })));

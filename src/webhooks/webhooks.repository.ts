@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/database.js';
 import { isUniqueViolation } from '../db/database.js';
 import { AppError } from '../http/errors.js';
+import { ALL_SELLERS } from './webhook-validators.js';
 import type { Tenant, WebhookRow } from './webhook-access.js';
 import type { DisabledReason } from './disabled-reasons.js';
 
@@ -35,6 +36,14 @@ export async function insertWebhook(tx: Queryable, webhook: NewWebhook, limit: n
   if (usage!.taken) throw codeTaken(code);
   if (usage!.count >= limit) {
     throw new AppError('webhook_limit_reached', `At most ${limit} webhooks per tenant and marketplace; delete one first.`, { extensions: { limit } });
+  }
+  // The connection a seller's webhook, or a marketplace's webhook for one seller, depends on: held
+  // until the commit, so that an administrator deleting it meanwhile sees this webhook and refuses
+  // (tenants.service.ts); if it went first, the webhook is refused.
+  const connectedSeller = tenant.kind === 'seller' ? tenant.id : tenant.kind === 'marketplace' && webhook.sellerId !== ALL_SELLERS ? webhook.sellerId : undefined;
+  if (connectedSeller !== undefined) {
+    const connection = await tx.query(`SELECT 1 FROM marketplace_connections WHERE seller_id = $1::int AND marketplace_code = $2 FOR KEY SHARE`, [connectedSeller, marketplaceCode]);
+    if (connection.rowCount === 0) throw new AppError('conflict', `Seller ${connectedSeller} is no longer connected to marketplace ${marketplaceCode}.`);
   }
   try {
     const { rows } = await tx.query<WebhookRow>(
