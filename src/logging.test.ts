@@ -97,7 +97,7 @@ describe('request logging', () => {
   });
 });
 
-test('`plaza serve` writes only JSON lines, the first-start hint among them, with LOG_FORMAT=json', async () => {
+test('`plaza serve` writes only JSON lines, the first-start hint among them, with LOG_FORMAT=json; a second signal does not cut its stop short', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'plaza-logs-'));
   const testDb = process.env.DATABASE_URL ? await createTestDatabase() : undefined;
   const child = spawn(process.execPath, [join(projectRoot, 'bin/plaza.js'), 'serve'], {
@@ -105,6 +105,7 @@ test('`plaza serve` writes only JSON lines, the first-start hint among them, wit
   });
   let stdout = '';
   let stderr = '';
+  let code: number | null = null;
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
   try {
@@ -113,12 +114,18 @@ test('`plaza serve` writes only JSON lines, the first-start hint among them, wit
       await once(child.stdout, 'data');
     }
   } finally {
+    // Twice, as `timeout` or an impatient operator does: the second must not kill the process
+    // mid-stop (which left the embedded server running).
     child.kill('SIGTERM');
-    await once(child, 'exit');
+    while (!stdout.includes('"stopping: finishing in-flight work"') && child.exitCode === null) await Promise.race([once(child.stdout, 'data'), once(child, 'exit')]);
+    child.kill('SIGTERM');
+    [code] = (await once(child, 'exit')) as [number | null];
     await testDb?.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
+  assert.equal(code, 0, stderr);
   const lines = stdout.trim().split('\n').map((line) => JSON.parse(line) as { msg: string; time: string; commands?: string[] });
+  assert.equal(lines.at(-1)?.msg, 'stopped');
   assert.ok(lines.every((line) => ISO_TIME.test(line.time)));
   const hint = lines.find((line) => line.msg === 'no user exists yet');
   assert.ok(hint?.commands?.some((command) => command.includes('plaza users add')), JSON.stringify(hint));

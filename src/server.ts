@@ -37,8 +37,10 @@ export async function serve(config: Config, role: Role): Promise<void> {
   // for an unreachable database is the one part of the start that a signal cuts short.
   const shutdown: { stop?: (signal: string) => Promise<void>; signalled?: string } = {};
   const onSignal = (signal: string) => (shutdown.stop ? void shutdown.stop(signal) : (shutdown.signalled = signal));
-  process.once('SIGTERM', () => onSignal('SIGTERM'));
-  process.once('SIGINT', () => onSignal('SIGINT'));
+  // Every signal, not the first only: a second one (`timeout`, a repeated Ctrl-C) would otherwise
+  // get Node's default and kill the process mid-stop. SHUTDOWN_TIMEOUT_MS bounds the stop anyway.
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
 
   // Role all owns the embedded server; --role api|worker may join the one a running Plaza owns.
   const db = await openDatabase(config, {
@@ -92,7 +94,10 @@ export async function serve(config: Config, role: Role): Promise<void> {
 
   let stopping = false;
   shutdown.stop = async (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      logger.info({ signal }, 'already stopping');
+      return;
+    }
     stopping = true;
     logger.info({ signal }, 'stopping: finishing in-flight work');
     const deadline = setTimeout(() => {
