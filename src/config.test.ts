@@ -58,6 +58,15 @@ test('REDIS_URL must be a Redis URL (the client would only fail at the first log
   assert.equal(loadConfig({ REDIS_URL: 'rediss://user:pw@cache.example:6380/2' }).REDIS_URL, 'rediss://user:pw@cache.example:6380/2');
 });
 
+test('DATABASE_URL must be one the driver can read: a password with / or # not percent-encoded is named, never echoed', () => {
+  for (const value of ['postgres://plaza:ab/cd+ef=@127.0.0.1:5432/plaza', 'postgres://plaza:ab#cd@db:5432/plaza', 'postgres://u:p@127.0.0.1:99999/db', 'postgres://u:p@[::1']) {
+    assert.throws(() => loadConfig({ DATABASE_URL: value }), (error: Error) => /DATABASE_URL: is not a valid URL: percent-encode/.test(error.message) && !error.message.includes('cd'), value);
+  }
+  for (const value of ['postgres://plaza:ab%2Fcd@127.0.0.1:5432/plaza', 'postgres://u:p@/db?host=/var/run/postgresql', 'postgresql:///db?host=/tmp']) {
+    assert.equal(loadConfig({ DATABASE_URL: value }).DATABASE_URL, value);
+  }
+});
+
 test('formats beyond the schema are checked at load too', () => {
   assert.throws(
     () => loadConfig({ WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8, notacidr', DELIVERY_RETRY_SCHEDULE: '5s,soon' }),

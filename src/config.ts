@@ -187,6 +187,12 @@ const FORMAT_CHECKS: [keyof Config, (config: Config) => void][] = [
       if (scheme !== 'postgres' && scheme !== 'postgresql') {
         throw new Error(`must be a PostgreSQL URL (postgres://user:password@host:5432/database), not ${scheme ? `${scheme}://…` : 'a URL without a scheme'}`);
       }
+      // As the driver reads it (pg-connection-string: a URL, whose host may be empty when a socket
+      // directory is given as ?host=): otherwise its TypeError and stack trace ended the start.
+      const url = config.DATABASE_URL;
+      if (!URL.canParse(url) && !URL.canParse(url.replace('@/', '@host/'))) {
+        throw new Error('is not a valid URL: percent-encode the special characters of the user name and password (/ as %2F, # as %23, @ as %40, : as %3A) and check the port');
+      }
     },
   ],
   [
