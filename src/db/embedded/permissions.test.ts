@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -16,6 +16,16 @@ test('DATA_DIR is created 0700, and one that group or others can read is refused
   for (const mode of [0o750, 0o705, 0o711]) {
     chmodSync(dir, mode);
     assert.throws(() => ensurePrivateDirectory(dir), (error: Error) => error instanceof ConfigError && error.message.includes(`${dir} is readable by group or others`) && error.message.includes(`chmod 700 ${dir}`));
+  }
+});
+
+test('a DATA_DIR that cannot be a directory is one line naming why, not a stack trace', () => {
+  const file = join(root, 'a-file');
+  writeFileSync(file, '');
+  const dangling = join(root, 'dangling');
+  symlinkSync(join(root, 'nowhere', 'at-all'), dangling);
+  for (const [dir, why] of [[file, 'a file of that name is in the way'], [join(file, 'sub'), 'a part of the path is a file'], [dangling, 'a part of the path is a link to nothing']] as const) {
+    assert.throws(() => ensurePrivateDirectory(dir), (error: Error) => error instanceof ConfigError && error.message.startsWith(`${dir} cannot be used as a directory (`) && error.message.includes(why), dir);
   }
 });
 
