@@ -39,7 +39,7 @@ export async function runInProcess(args: string[], options: { db?: Database; con
   return { code, stdout, stderr, openedDatabase };
 }
 
-const CLI = join(projectRoot, 'dist/src/main.js');
+export const CLI = join(projectRoot, 'dist/src/main.js');
 
 /** Runs `plaza …` as a separate process, as a user would. */
 export function runProcess(env: Record<string, string>, args: string[], stdin = '', timeoutMs = 120_000): Promise<Omit<CliRun, 'openedDatabase'>> {

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,7 +13,7 @@ import { loadConfig, type Config } from '../config.js';
 import { packageVersion } from '../paths.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { createTestDatabase } from '../testing/test-database.js';
-import { runInProcess, runProcess } from './cli-test-kit.js';
+import { CLI, runInProcess, runProcess } from './cli-test-kit.js';
 import { COMMANDS } from './commands.js';
 
 describe('plaza CLI (in-process)', () => {
@@ -234,6 +236,17 @@ describe('plaza CLI (in-process)', () => {
 describe('plaza as a process', () => {
   const dataDir = join(mkdtempSync(join(tmpdir(), 'plaza-cli-')), 'data');
   after(() => rmSync(join(dataDir, '..'), { recursive: true, force: true }));
+
+  test('output into a pipe whose reader is gone (`plaza help | head -1`) ends the command normally, not with an EPIPE stack', async () => {
+    const child = spawn(process.execPath, [CLI, 'help'], { env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir } });
+    // The reader goes before the first write.
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
+    const [code] = (await once(child, 'close')) as [number | null];
+    assert.equal(code, 0, stderr);
+    assert.equal(stderr, '');
+  });
 
   test('help, --help and mistakes touch no database: the data directory is never created', async () => {
     const env = { DATA_DIR: dataDir };

@@ -22,6 +22,11 @@ export async function openCliDatabase(config: Config, options: { migrate?: boole
 
 /** The context of `plaza` run from a shell: the environment, standard streams, the real clock. */
 export function processContext(): CliContext & { close(): Promise<void> } {
+  // `plaza … | head`: once the reader is gone, the rest of the output has nowhere to go, and the
+  // command finishes (closing the embedded server it started) instead of dying on EPIPE.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+  });
   let config: Config | undefined;
   let db: Promise<Database> | undefined;
   const context = {
