@@ -4,7 +4,7 @@ import { systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { countUsers } from './accounts/accounts.repository.js';
 import type { Database } from './db/database.js';
-import { isUnavailable } from './db/database.js';
+import { DatabaseUnavailableError, isUnavailable } from './db/database.js';
 import { migrate } from './db/migrate.js';
 import { openDatabase } from './db/open.js';
 import { startDeliveryWorker, type DeliveryWorker } from './delivery/worker.js';
@@ -129,7 +129,9 @@ async function migrateWhenReachable(db: Database, logger: pino.Logger, stopAsked
     } catch (error) {
       if (!isUnavailable(error) || attempt >= 30) throw error;
       if (stopAsked()) return false;
-      logger.warn({ attempt, reason: (error as { code?: string }).code ?? (error as Error).message }, 'database unreachable; retrying in 1 s');
+      // The driver's own error (ECONNREFUSED, 57P03…), not the wrapper's "database unavailable".
+      const cause = (error instanceof DatabaseUnavailableError ? error.cause : error) as { code?: string; message?: string };
+      logger.warn({ attempt, reason: cause.code ?? cause.message }, 'database unreachable; retrying in 1 s');
       await new Promise((resolve) => setTimeout(resolve, 1000));
     }
   }

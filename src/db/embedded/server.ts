@@ -120,7 +120,7 @@ export class EmbeddedServer {
   private async run(): Promise<void> {
     const orphan = this.runningPostmaster();
     if (orphan) {
-      this.logger.warn({ pid: orphan.pid }, 'adopting the embedded PostgreSQL server left running by a previous Plaza process');
+      this.logger.warn({ postgresPid: orphan.pid }, 'adopting the embedded PostgreSQL server left running by a previous Plaza process');
       this.postmasterPid = orphan.pid;
       this.connection = this.connectionFor(orphan.socketDir || '127.0.0.1', orphan.port);
       await this.waitReady();
@@ -231,7 +231,7 @@ export class EmbeddedServer {
   private async checkAlive(): Promise<void> {
     if (this.stopping || this.restarting || isAlive(this.postmasterPid)) return;
     this.restarting = true;
-    this.logger.error({ pid: this.postmasterPid }, 'the embedded PostgreSQL server exited unexpectedly; restarting it');
+    this.logger.error({ postgresPid: this.postmasterPid }, 'the embedded PostgreSQL server exited unexpectedly; restarting it');
     try {
       for (let attempt = 1; ; attempt++) {
         try {
@@ -240,7 +240,7 @@ export class EmbeddedServer {
           await sleep(500 * attempt);
           if (this.stopping) return;
           await this.run();
-          this.logger.warn({ pid: this.postmasterPid }, 'the embedded PostgreSQL server is running again');
+          this.logger.warn({ postgresPid: this.postmasterPid }, 'the embedded PostgreSQL server is running again');
           return;
         } catch (error) {
           if (attempt >= 5) {
