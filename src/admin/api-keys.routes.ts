@@ -67,7 +67,7 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
         marketplace_code: Type.Optional(MarketplaceCode),
         seller_id: Type.Optional(Id),
       }, { additionalProperties: false }),
-      response: { 201: CreatedApiKey, ...problemResponses(400, 401, 403, 503) },
+      response: { 201: CreatedApiKey, ...problemResponses(400, 401, 403, 409, 503) },
     },
   }, async (request, reply) => {
     const principal = principalOf(request);

@@ -75,12 +75,20 @@ export async function findApiKey(db: Queryable, id: number, marketplaceCode?: st
   return rows[0];
 }
 
-/** Revokes the key (kept for the audit trail); returns it, or undefined when there is no such key in scope. */
-export async function revokeApiKey(db: Queryable, id: number, now: Date, marketplaceCode?: string): Promise<ApiKeyRow | undefined> {
-  const { rows } = await db.query<ApiKeyRow>(
-    `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2)
-      WHERE id = $1 AND ($3::text IS NULL OR marketplace_code = $3)
-      RETURNING ${COLUMNS}`,
+/**
+ * Revokes the key (kept for the audit trail); returns it and whether this call revoked it (false
+ * when it already was: a repeated revoke changes and audits nothing), or undefined when there is no
+ * such key in scope. The row is locked first, so that of two concurrent revokes one is "now".
+ */
+export async function revokeApiKey(db: Queryable, id: number, now: Date, marketplaceCode?: string): Promise<(ApiKeyRow & { revoked_now: boolean }) | undefined> {
+  const { rows } = await db.query<ApiKeyRow & { revoked_now: boolean }>(
+    `WITH target AS (
+       SELECT id AS target_id, revoked_at IS NULL AS revoked_now FROM api_keys
+        WHERE id = $1 AND ($3::text IS NULL OR marketplace_code = $3) FOR UPDATE
+     )
+     UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2)
+       FROM target WHERE id = target_id
+     RETURNING ${COLUMNS}, revoked_now`,
     [id, now, marketplaceCode ?? null],
   );
   return rows[0];

@@ -17,14 +17,15 @@ export interface ApiKeyInput {
 
 /**
  * Checks that the scope fits the role, the same rule as for users: a marketplace key names its
- * marketplace, a seller key its seller, an admin key neither. Field names are those of the HTTP body.
+ * marketplace, a seller key its seller, an admin key neither. Fields are named as the HTTP body's,
+ * like every validation error's.
  */
 export function checkApiKeyScope(input: ApiKeyInput): void {
   if ((input.role === 'marketplace') !== (input.marketplaceCode !== undefined)) {
-    throw invalidField('marketplace_code', 'is required for role marketplace, and only for it');
+    throw invalidField('body.marketplace_code', 'is required for role marketplace, and only for it');
   }
   if ((input.role === 'seller') !== (input.sellerId !== undefined)) {
-    throw invalidField('seller_id', 'is required for role seller, and only for it');
+    throw invalidField('body.seller_id', 'is required for role seller, and only for it');
   }
 }
 
@@ -49,14 +50,15 @@ export async function createApiKey(db: Database, input: ApiKeyInput, actor: Acto
   });
 }
 
+/** A scope that does not exist is a 409, as for a user or a connection (db-conflicts.ts). */
 async function assertScopeExists(db: Queryable, input: ApiKeyInput): Promise<void> {
   if (input.marketplaceCode !== undefined) {
     const { rowCount } = await db.query(`SELECT 1 FROM marketplaces WHERE code = $1`, [input.marketplaceCode]);
-    if (rowCount === 0) throw invalidField('marketplace_code', `there is no marketplace ${input.marketplaceCode}`);
+    if (rowCount === 0) throw new AppError('conflict', `There is no marketplace ${input.marketplaceCode}.`);
   }
   if (input.sellerId !== undefined) {
     const { rowCount } = await db.query(`SELECT 1 FROM sellers WHERE id = $1`, [input.sellerId]);
-    if (rowCount === 0) throw invalidField('seller_id', `there is no seller ${input.sellerId}`);
+    if (rowCount === 0) throw new AppError('conflict', `There is no seller ${input.sellerId}.`);
   }
 }
 
@@ -65,7 +67,7 @@ export async function revokeApiKeyById(db: Database, id: number, actor: Actor, n
   return db.transaction(async (tx) => {
     const row = await revokeApiKey(tx, id, now, marketplaceCode);
     if (!row) throw notFound('There is no API key with this id.');
-    await recordAdminAction(tx, { actor, action: 'revoke', targetKind: 'api_key', targetId: id, at: now });
+    if (row.revoked_now) await recordAdminAction(tx, { actor, action: 'revoke', targetKind: 'api_key', targetId: id, at: now });
     return row;
   });
 }

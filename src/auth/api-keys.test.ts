@@ -83,8 +83,6 @@ describe('API keys', () => {
       { name: 'x', role: 'seller' },
       { name: 'x', role: 'admin', seller_id: 1 },
       { name: 'x', role: 'seller', seller_id: 1, marketplace_code: 'MKT' },
-      { name: 'x', role: 'seller', seller_id: 999 },
-      { name: 'x', role: 'marketplace', marketplace_code: 'NOPE' },
       { name: '', role: 'admin' },
       { name: 'k\u0000', role: 'admin' },
       { name: 'tab\tkey', role: 'admin' },
@@ -92,6 +90,13 @@ describe('API keys', () => {
     ]) {
       const response = await ctx.app.inject({ method: 'POST', url: '/api/v2/admin/api-keys', headers: world.headers.admin, payload: body });
       assert.equal(response.statusCode, 400, JSON.stringify(body));
+      for (const error of response.json().errors ?? []) assert.match(error.field, /^body\./, JSON.stringify(body));
+    }
+    // A scope that does not exist: 409, as for a user or a connection.
+    for (const [body, detail] of [[{ name: 'x', role: 'seller', seller_id: 999 }, 'There is no seller 999.'], [{ name: 'x', role: 'marketplace', marketplace_code: 'NOPE' }, 'There is no marketplace NOPE.']] as const) {
+      const response = await ctx.app.inject({ method: 'POST', url: '/api/v2/admin/api-keys', headers: world.headers.admin, payload: body });
+      assert.equal(response.statusCode, 409, JSON.stringify(body));
+      assert.equal(response.json().detail, detail);
     }
   });
 
@@ -108,6 +113,9 @@ describe('API keys', () => {
         assert.equal(response.statusCode, 401);
         assert.equal(response.json().code, 'unauthorized');
       }
+      // Revoking it again, twice at once: 204, and still the one audit row.
+      const again = await Promise.all([ctx.app, second].map((app) => app.inject({ method: 'DELETE', url: `/api/v2/admin/api-keys/${key.id}`, headers: world.headers.admin })));
+      assert.deepEqual(again.map((response) => response.statusCode), [204, 204]);
       const audit = await ctx.db.query(`SELECT actor FROM admin_audit WHERE target_kind = 'api_key' AND target_id = $1 AND action = 'revoke'`, [String(key.id)]);
       assert.equal(audit.rowCount, 1);
     } finally {
