@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -108,16 +108,22 @@ describe('SECRETS_KEY: one per installation, checked at start, rotatable', () =>
   test('a process whose key differs refuses to start, naming the key and both fingerprints', async () => {
     const first = await loadKeys(loadConfig({ DATA_DIR: join(dataDir, 'machine-a') }), db);
     await insertWebhook(first.webhookSecretsKey, 'h1', 'whsec_one');
-    // Another machine with its own DATA_DIR generates another key: refused, not silently different.
+    // Another machine with its own DATA_DIR (or a lost keys.json) would generate another key: refused,
+    // not silently different, and the key file it generated is gone again, not left in the way.
     const otherDir = join(dataDir, 'machine-b');
     await assert.rejects(loadKeys(loadConfig({ DATA_DIR: otherDir }), db), (error: Error) => {
       assert.ok(error instanceof SecretsKeyMismatchError);
-      assert.match(error.message, /SECRETS_KEY differs/);
-      assert.match(error.message, new RegExp(keyFilePath(otherDir).replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')));
-      assert.match(error.message, /fingerprint [0-9a-f]{16}\) is not the one .* \(fingerprint [0-9a-f]{16}\)/);
+      assert.ok(error.message.startsWith(`SECRETS_KEY missing: ${keyFilePath(otherDir)} did not exist`), error.message);
+      assert.match(error.message, /another key \(fingerprint [0-9a-f]{16}\)\. Give this process that key: copy keys\.json/);
       return true;
     });
-    await assert.rejects(loadKeys(loadConfig({ SECRETS_KEY: randomBytes(32).toString('base64') }), db), SecretsKeyMismatchError);
+    assert.equal(existsSync(keyFilePath(otherDir)), false);
+    // A key from the environment that differs: named with both fingerprints.
+    await assert.rejects(loadKeys(loadConfig({ SECRETS_KEY: randomBytes(32).toString('base64') }), db), (error: Error) => {
+      assert.ok(error instanceof SecretsKeyMismatchError);
+      assert.match(error.message, /SECRETS_KEY differs: this process's key \(from SECRETS_KEY, fingerprint [0-9a-f]{16}\) is not the one .* \(fingerprint [0-9a-f]{16}\)/);
+      return true;
+    });
     // The same key from the environment is fine.
     const fileKey = JSON.parse(readFileSync(keyFilePath(join(dataDir, 'machine-a')), 'utf8')).secretsKey as string;
     await loadKeys(loadConfig({ SECRETS_KEY: fileKey }), db);
