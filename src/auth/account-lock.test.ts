@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Queryable } from '../db/database.js';
-import { seedConnection, seedUser, type SeededUser } from '../testing/fixtures.js';
+import { accessTokenFor, bearer, seedConnection, seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { loginOk, postLogin, postRefresh, refreshTokensOf } from './auth-test-kit.js';
 import { hashPassword } from './passwords.js';
@@ -120,5 +120,48 @@ describe('a login or refresh racing a reset or deactivation leaves no live sessi
     assert.equal(response.statusCode, 200, response.body);
     assert.deepEqual(await liveTokens(user.id), []);
     assert.equal((await postRefresh(ctx, response.json().refresh_token)).statusCode, 401);
+  });
+});
+
+describe('logins, refreshes, resets and deactivations all at once', () => {
+  let ctx: TestContext;
+  before(async () => {
+    // Generous limits: the refusals here come from the resets and deactivations, not the limiter.
+    ctx = await createTestApp({ LOGIN_FREE_FAILURES_PER_USER_IP: '1000', LOGIN_FAILURES_PER_USER_PER_HOUR: '1000', LOGIN_FAILURES_PER_IP_PER_HOUR: '1000' });
+  });
+  after(() => ctx.close());
+
+  test('no 5xx (no deadlock), and once settled no live refresh token of an inactive user, seller or marketplace', async () => {
+    await seedConnection(ctx.db, 7302, 'LOCKALL');
+    const admin = bearer(await accessTokenFor(ctx, await seedUser(ctx.db, { role: 'admin', sellerId: 1 })));
+    const sellers = await Promise.all([1, 2, 3, 4].map(() => seedUser(ctx.db, { sellerId: 7302 })));
+    const users: SeededUser[] = [...sellers, await seedUser(ctx.db, { sellerId: 7302, role: 'marketplace', marketplaceCode: 'LOCKALL' })];
+    const statuses: number[] = [];
+    const noted = <R extends { statusCode: number }>(response: R) => (statuses.push(response.statusCode), response);
+    const login = (user: SeededUser) => postLogin(ctx, { username: user.username, password: user.password }).then(noted);
+    const admin$ = (method: 'POST' | 'PATCH', url: string, payload: object) => ctx.app.inject({ method, url, headers: admin, payload }).then(noted);
+
+    for (let round = 0; round < 5; round++) {
+      const sessions = await Promise.all(users.map(login));
+      const reset = sellers[round % 4]!;
+      await Promise.all([
+        ...users.flatMap((user) => [login(user), login(user), login(user)]),
+        ...sessions.filter((response) => response.statusCode === 200).map((response) => postRefresh(ctx, response.json().refresh_token).then(noted)),
+        admin$('POST', `/api/v2/admin/users/${reset.id}/password`, { password: reset.password }),
+        admin$('PATCH', `/api/v2/admin/users/${sellers[(round + 1) % 4]!.id}`, { active: round % 2 === 0 }),
+        admin$('PATCH', '/api/v2/admin/sellers/7302', { active: round % 2 === 1 }),
+        admin$('PATCH', '/api/v2/admin/marketplaces/LOCKALL', { active: round % 2 === 1 }),
+      ]);
+      const { rows } = await ctx.db.query<{ id: number; usable: boolean; live: number }>(
+        `SELECT u.id, u.active AND CASE u.role WHEN 'marketplace' THEN m.active ELSE s.active END AS usable,
+                (SELECT count(*)::int FROM refresh_tokens rt WHERE rt.user_id = u.id AND rt.revoked_at IS NULL) AS live
+           FROM users u JOIN sellers s ON s.id = u.seller_id LEFT JOIN marketplaces m ON m.code = u.marketplace_code
+          WHERE u.seller_id = 7302`,
+      );
+      for (const row of rows) if (!row.usable) assert.equal(row.live, 0, `round ${round}: ${JSON.stringify(row)}`);
+    }
+    assert.ok(statuses.every((status) => status < 500), JSON.stringify(statuses.filter((status) => status >= 500)));
+    // The mix did happen: sessions issued, and refusals from the resets and deactivations.
+    assert.ok(statuses.includes(200) && statuses.includes(403), JSON.stringify(statuses));
   });
 });
