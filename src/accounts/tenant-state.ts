@@ -8,17 +8,28 @@ import type { Queryable } from '../db/database.js';
  * user is also bound to), an admin by nothing, so that no deactivation can lock the admins out.
  * A row that is missing counts as active: the foreign keys keep it from missing while it is referred to.
  */
-export function tenantActiveSql(role: string, sellerId: string, marketplaceCode: string): string {
+export function tenantActiveSql(role: string, sellerId: string, marketplaceCode: string, lock?: RowLock): string {
   return `(CASE ${role}
              WHEN 'admin' THEN true
-             WHEN 'marketplace' THEN ${marketplaceActiveSql(marketplaceCode)}
-             ELSE coalesce((SELECT ts.active FROM sellers ts WHERE ts.id = ${sellerId}), true)
+             WHEN 'marketplace' THEN ${marketplaceActiveSql(marketplaceCode, lock)}
+             ELSE ${sellerActiveSql(sellerId, lock)}
            END)`;
 }
 
+/**
+ * `FOR SHARE`: the row read is also locked until the transaction ends, so that a deactivation
+ * (which updates it) either is seen or waits for the caller's commit (src/auth/account-lock.ts).
+ */
+export type RowLock = 'FOR SHARE';
+
 /** Whether the marketplace `code` (an SQL expression) is active; a missing one counts as active, as above. */
-export function marketplaceActiveSql(code: string): string {
-  return `coalesce((SELECT tm.active FROM marketplaces tm WHERE tm.code = ${code}), true)`;
+export function marketplaceActiveSql(code: string, lock?: RowLock): string {
+  return `coalesce((SELECT tm.active FROM marketplaces tm WHERE tm.code = ${code}${lock ? ` ${lock}` : ''}), true)`;
+}
+
+/** Whether the seller `id` (an SQL expression) is active; a missing one counts as active, as above. */
+export function sellerActiveSql(id: string, lock?: RowLock): string {
+  return `coalesce((SELECT ts.active FROM sellers ts WHERE ts.id = ${id}${lock ? ` ${lock}` : ''}), true)`;
 }
 
 /** What a refusal says: the tenant of the role that is deactivated. */

@@ -1,3 +1,4 @@
+import { tenantActiveSql } from '../accounts/tenant-state.js';
 import type { Queryable } from '../db/database.js';
 
 /** A user's state as it is while the transaction that locked it lasts. */
@@ -16,25 +17,15 @@ export interface LockedAccount {
  * sessions. So either it committed first and the caller sees its effect here, or it waits for the
  * caller's commit and its revocation then sees what the caller made. Without this, a login whose
  * password was verified just before a reset kept a session that the reset never saw.
- * Lock order: the user, its tenant, then its tokens and sessions, as those writers do.
+ * Tokens and sessions come after both, as with those writers.
  * Undefined when the user no longer exists.
  */
 export async function lockAccount(tx: Queryable, userId: number): Promise<LockedAccount | undefined> {
+  // The tenant's row is locked as the user's row is read (the subquery runs for it), then the
+  // user's: either order is free of deadlocks, as no writer holds one of them while waiting for the other.
   const { rows } = await tx.query<LockedAccount>(
-    `WITH u AS (
-       SELECT id, password_hash, active, role, seller_id, marketplace_code FROM users WHERE id = $1 FOR SHARE
-     ),
-     -- After u (each reads it): the tenant is locked second. A row that is missing counts as
-     -- active, as in tenant-state.ts (the foreign keys keep it from missing while it is referred to).
-     seller AS (
-       SELECT s.active FROM sellers s WHERE s.id = (SELECT seller_id FROM u) AND (SELECT role FROM u) = 'seller' FOR SHARE
-     ),
-     marketplace AS (
-       SELECT m.active FROM marketplaces m WHERE m.code = (SELECT marketplace_code FROM u) AND (SELECT role FROM u) = 'marketplace' FOR SHARE
-     )
-     SELECT u.password_hash, u.active,
-            coalesce((SELECT active FROM seller), (SELECT active FROM marketplace), true) AS tenant_active
-       FROM u`,
+    `SELECT u.password_hash, u.active, ${tenantActiveSql('u.role', 'u.seller_id', 'u.marketplace_code', 'FOR SHARE')} AS tenant_active
+       FROM users u WHERE u.id = $1 FOR SHARE`,
     [userId],
   );
   return rows[0];

@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { marketplaceActiveSql, sellerActiveSql } from '../accounts/tenant-state.js';
 import { lockAccount } from '../auth/account-lock.js';
 import type { Queryable } from '../db/database.js';
 
@@ -39,7 +40,7 @@ export async function consumePortalLink(tx: Queryable, token: string, now: Date)
   const maker = await lockAccount(tx, link.created_by);
   if (!maker?.active || !maker.tenant_active) return undefined;
   const scope = await tx.query<{ active: boolean }>(
-    `SELECT (SELECT active FROM marketplaces WHERE code = $1 FOR SHARE) AND coalesce((SELECT active FROM sellers WHERE id = $2 FOR SHARE), true) AS active`,
+    `SELECT ${marketplaceActiveSql('$1::text', 'FOR SHARE')} AND ${sellerActiveSql('$2::int', 'FOR SHARE')} AS active`,
     [link.marketplace_code, link.seller_id],
   );
   if (!scope.rows[0]!.active) return undefined;
