@@ -188,12 +188,17 @@ describe('delivery worker: sending, signing, retries', () => {
     assert.equal((await resultFor(waiting.id)).outcome, 'succeeded');
   });
 
-  test('429 and 503 honour Retry-After in seconds and as an HTTP date, bounded', async () => {
+  test('429 and 503 honour Retry-After in seconds and as an HTTP date, bounded, and not sooner than the first retry', async () => {
     const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
+    const first = deliverer.schedule[0]!;
+    assert.ok(first >= 1000);
     const cases: [number, string, number][] = [
       [429, '120', 120_000],
       [503, new Date(ctx.clock.now().getTime() + 300_000).toUTCString(), 300_000],
       [429, '999999', 600_000],
+      // Retried at once, these would spend the whole schedule within a second.
+      [429, '0', first],
+      [503, new Date(ctx.clock.now().getTime() - 60_000).toUTCString(), first],
     ];
     for (const [status, header, expected] of cases) {
       receiver.respond({ status, headers: { 'retry-after': header } });
