@@ -137,6 +137,9 @@ describe('seeing and steering deliveries', () => {
       ['limit=0', 'query.limit'],
       ['status=lost', 'query.status'],
       ['since=yesterday', 'query.since'],
+      // RFC 3339 allows a leap second; JavaScript's Date does not read it (it was a 500).
+      ['since=2016-12-31T23:59:60Z', 'query.since'],
+      ['until=2016-12-31T19:59:60-04:00', 'query.until'],
       ['cursor=bm90LWEtY3Vyc29y', 'query.cursor'],
       ['entity_id=%00', 'query.entity_id'],
     ] as const) {
@@ -256,7 +259,7 @@ describe('seeing and steering deliveries', () => {
     assert.deepEqual(refused.json().errors.map((error: { field: string }) => error.field), ['body.since']);
     const limit = new Date(ctx.clock.now().getTime() - 14 * DAY).toISOString();
     assert.deepEqual((await post(`${base}/replay`, { since: limit })).json(), { replayed: 1, matched: 1, dry_run: false });
-    for (const payload of [{ since: 'last week' }, { since: limit, extra: 1 }, { status: ['pending'] }, { status: [] }]) {
+    for (const payload of [{ since: 'last week' }, { since: '2026-11-24T23:59:60Z', dry_run: true }, { until: '2026-11-24T23:59:60Z' }, { since: limit, extra: 1 }, { status: ['pending'] }, { status: [] }]) {
       assert.equal((await post(`${base}/replay`, payload)).statusCode, 400, JSON.stringify(payload));
     }
   });
