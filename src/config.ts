@@ -96,7 +96,7 @@ export const ConfigSchema = Type.Object({
   DELIVERY_CONNECT_TIMEOUT_MS: Milliseconds(3000, 'Time to establish the connection to a receiver.', 100),
   DELIVERY_RETRY_SCHEDULE: Text('5s,30s,2m,10m,30m,1h,3h,6h,12h,24h', 'Delays between attempts; after the last one a delivery is failed.'),
   DELIVERY_RETRY_JITTER: Type.Number({ default: 0.2, minimum: 0, maximum: 1, description: 'Random spread of each retry delay (0.2 = ±20%).' }),
-  DELIVERY_RETRY_AFTER_MAX_SECONDS: Integer(3600, 'Upper bound on a receiver\'s Retry-After (429/503); the lower bound is the first delay of DELIVERY_RETRY_SCHEDULE.', 0),
+  DELIVERY_RETRY_AFTER_MAX_SECONDS: Integer(3600, 'Upper bound on a receiver\'s Retry-After (429/503); one shorter than the scheduled delay waits the scheduled one.', 0),
   DELIVERY_CONCURRENCY: Integer(100, 'Notifications in flight at once in one worker process.', 1),
   DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK: Integer(10, 'Notifications in flight at once to one webhook.', 1),
   DELIVERY_TENANT_SHARE: Type.Number({

@@ -240,8 +240,8 @@ function logAttempt(logger: FastifyBaseLogger | undefined, delivery: ClaimedDeli
 
 /**
  * 2xx succeeds; 410 fails and disables; anything else retries on the schedule (429/503 after the
- * receiver's Retry-After when it gives one, but not sooner than the schedule's first delay) until
- * the schedule is exhausted.
+ * receiver's Retry-After when it is longer than the schedule's delay) until the schedule is
+ * exhausted.
  */
 export function decideOutcome(deliverer: Pick<Deliverer, 'deps' | 'schedule'>, attemptNumber: number, send: SendResult, now: Date): AttemptOutcome {
   const { config } = deliverer.deps;
@@ -253,10 +253,11 @@ export function decideOutcome(deliverer: Pick<Deliverer, 'deps' | 'schedule'>, a
   let delay = scheduled;
   if (status === 429 || status === 503) {
     const asked = parseRetryAfter(send.retryAfter, now, config.DELIVERY_RETRY_AFTER_MAX_SECONDS);
-    // Never sooner than the schedule's first delay: a receiver answering `Retry-After: 0` (or a
-    // date gone by) would otherwise be retried at once, and spend every attempt of the schedule
-    // within a second on an overload that lasts longer.
-    if (asked !== undefined) delay = Math.max(asked, deliverer.schedule[0]!);
+    // Retry-After is the least a receiver asks to wait: a longer wait honours it too. Never sooner
+    // than the schedule: a receiver answering `Retry-After: 0` (or a date gone by, or a few
+    // seconds) would otherwise spend every attempt of the schedule within a minute, and the
+    // delivery fail for good, on an overload that lasts longer.
+    if (asked !== undefined) delay = Math.max(asked, scheduled);
   }
   return { kind: 'retry', delayMs: delay };
 }

@@ -188,26 +188,30 @@ describe('delivery worker: sending, signing, retries', () => {
     assert.equal((await resultFor(waiting.id)).outcome, 'succeeded');
   });
 
-  test('429 and 503 honour Retry-After in seconds and as an HTTP date, bounded, and not sooner than the first retry', async () => {
+  test('429 and 503 honour Retry-After in seconds and as an HTTP date, bounded, and never retry sooner than the schedule', async () => {
     const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
-    const first = deliverer.schedule[0]!;
-    assert.ok(first >= 1000);
-    const cases: [number, string, number][] = [
-      [429, '120', 120_000],
-      [503, new Date(ctx.clock.now().getTime() + 300_000).toUTCString(), 300_000],
-      [429, '999999', 600_000],
-      // Retried at once, these would spend the whole schedule within a second.
-      [429, '0', first],
-      [503, new Date(ctx.clock.now().getTime() - 60_000).toUTCString(), first],
+    // [status, Retry-After, the wait expected, its tolerance, attempts before]: the scheduled delay
+    // after a first attempt is 5 s ± 20 % (DELIVERY_RETRY_JITTER), after a second 30 s ± 20 %; a
+    // shorter Retry-After waits that instead.
+    const cases: [number, string, number, number, number?][] = [
+      [429, '120', 120_000, 1000],
+      [503, new Date(ctx.clock.now().getTime() + 300_000).toUTCString(), 300_000, 1000],
+      [429, '999999', 600_000, 1000],
+      // Retried sooner, these would spend the whole schedule within a minute.
+      [429, '0', 5000, 1100],
+      [429, '2', 5000, 1100],
+      [503, new Date(ctx.clock.now().getTime() - 60_000).toUTCString(), 5000, 1100],
+      [429, '2', 30_000, 6100, 1],
     ];
-    for (const [status, header, expected] of cases) {
+    for (const [status, header, expected, tolerance, attempts = 0] of cases) {
       receiver.respond({ status, headers: { 'retry-after': header } });
       const delivery = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
+      await ctx.db.query(`UPDATE deliveries SET attempts = $2 WHERE id = $1`, [delivery.id, attempts]);
       await resultFor(delivery.id);
       const row = await deliveryRow(ctx.db, delivery.id);
       const wait = new Date(row.next_attempt_at).getTime() - (await databaseNow(ctx.db, ctx.clock));
       // HTTP dates have whole seconds.
-      assert.ok(Math.abs(wait - expected) < 1000, `${status} ${header}: waits ${wait} ms, expected ${expected}`);
+      assert.ok(Math.abs(wait - expected) < tolerance, `${status} ${header}: waits ${wait} ms, expected ${expected}`);
     }
   });
 
