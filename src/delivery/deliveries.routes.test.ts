@@ -135,6 +135,10 @@ describe('seeing and steering deliveries', () => {
     for (const [query, field] of [
       ['limit=101', 'query.limit'],
       ['limit=0', 'query.limit'],
+      // Number() reads these as 16 and 100: one value, several spellings.
+      ['limit=0x10', 'query.limit'],
+      ['limit=1e2', 'query.limit'],
+      ['limit=%2016', 'query.limit'],
       ['status=lost', 'query.status'],
       ['since=yesterday', 'query.since'],
       // RFC 3339 allows a leap second; JavaScript's Date does not read it (it was a 500).
@@ -147,6 +151,9 @@ describe('seeing and steering deliveries', () => {
       assert.equal(response.statusCode, 400, query);
       assert.ok(response.json().errors.some((error: { field: string }) => error.field === field), query);
     }
+    const oddId = await get(`${base}/deliveries/1.0`);
+    assert.equal(oddId.statusCode, 400, oddId.body);
+    assert.equal(oddId.json().errors[0].field, 'path.id');
     const replay = await post(`${base}/replay`, { entity_id: '\u0000', dry_run: true });
     assert.equal(replay.statusCode, 400, replay.body);
     assert.equal(replay.json().errors[0].field, 'body.entity_id');
