@@ -211,6 +211,12 @@ describe('administration over HTTP', () => {
     const off = await call('PATCH', `/api/v2/admin/users/${user.id}`, { active: false });
     assert.equal(off.statusCode, 200);
     assert.equal(off.json().active, false);
+    // While disabled, a refresh says so (403, as for a disabled user's login), and audits no breach.
+    const refused = await postRefresh(ctx, sessions[0]!.refresh_token);
+    assert.equal(refused.statusCode, 403, refused.body);
+    assert.equal(refused.json().code, 'user_inactive');
+    const breaches = await ctx.db.query(`SELECT 1 FROM auth_events WHERE type = 'refresh_reuse_detected' AND user_id = $1`, [user.id]);
+    assert.equal(breaches.rowCount, 0);
     const on = await call('PATCH', `/api/v2/admin/users/${user.id}`, { active: true });
     assert.equal(on.json().active, true);
     for (const session of sessions) assert.equal((await postRefresh(ctx, session.refresh_token)).statusCode, 401);

@@ -35,12 +35,15 @@ export async function refresh(deps: FeatureDeps, presented: string, origin: Requ
   const outcome = await db.transaction(async (tx): Promise<Outcome> => {
     const row = await lockRefreshToken(tx, hashRefreshToken(presented));
     if (!row) return { kind: 'invalid' };
+    // A disabled user (or one of a deactivated seller or marketplace) is told so, whatever the
+    // token's state: the deactivation revoked every token of the user, and presenting one of them
+    // afterwards is a stale client, not a stolen token (nothing is left to revoke either).
+    if (!row.user_active) return { kind: 'inactive' };
     const owner = ownerOf(row);
     const successor = successorOf(keys.refreshSuccessorKey, presented);
 
     if (row.revoked_at) {
       if (await withinGrace(tx, row, successor, now, config.REFRESH_REUSE_GRACE_SECONDS)) {
-        if (!row.user_active) return { kind: 'inactive' };
         await touchSession(tx, row.session_id, now);
         await recordAuthEvent(tx, { type: 'refresh_rotated', at: now, origin, userId: row.user_id, username: row.username, sessionId: row.session_id, detail: { grace_replay: true } });
         return { kind: 'issued', owner, sessionId: row.session_id, refreshToken: successor };
@@ -59,7 +62,6 @@ export async function refresh(deps: FeatureDeps, presented: string, origin: Requ
     }
     // An expired token is simply no longer valid: nothing is revoked.
     if (row.expires_at.getTime() <= now.getTime()) return { kind: 'invalid' };
-    if (!row.user_active) return { kind: 'inactive' };
 
     await revokeRefreshToken(tx, row.id, 'rotated', now);
     await insertRefreshToken(tx, {
