@@ -135,6 +135,12 @@ describe('access token verification rejects forgeries with 401 unauthorized', ()
     await assertRejected(await sign(claims({ sid: 'not-a-uuid' })), 'sid');
     await assertRejected(await sign(claims({ seller_id: '1' })), 'seller_id string');
     await assertRejected(await sign(claims({ sub: 'admin' })), 'sub');
+    // Numbers the database cannot hold were a 500 (the tenant check's query failed on them).
+    await assertRejected(await sign(claims({ seller_id: 2 ** 40 })), 'seller_id past int32');
+    await assertRejected(await sign(claims({ seller_id: -1 })), 'negative seller_id');
+    await assertRejected(await sign(claims({ sub: String(2 ** 40) })), 'sub past int32');
+    await assertRejected(await sign(claims({ sub: 1 })), 'sub as a number');
+    await assertRejected(await sign(claims({ sub: '01' })), 'sub with a leading zero');
     await assertRejected(await sign(claims({ role: 'root' })), 'role');
     await assertRejected(await sign(claims({ jti: undefined })), 'no jti');
   });

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { errors, jwtVerify, SignJWT, type JWTHeaderParameters, type JWTPayload } from 'jose';
 import type { Role } from '../accounts/accounts.repository.js';
 import type { Config } from '../config.js';
+import { MAX_INT32 } from '../http/path-params.js';
 import { ALGORITHM, type Keys } from '../keys.js';
 
 /** The user and session an access token speaks for. The seller in context comes only from here. */
@@ -82,6 +83,9 @@ interface Verified {
   validUntil: number;
 }
 
+/** A seller id as the token carries it: 0 (no seller, an admin) or a seller's id. */
+const isInt32Id = (value: unknown): value is number => Number.isInteger(value) && (value as number) >= 0 && (value as number) <= MAX_INT32;
+
 async function verifyWithWindow(keys: Keys, config: Config, token: string, now: Date): Promise<Verified> {
   try {
     const { payload } = await jwtVerify<AccessClaims>(
@@ -103,8 +107,10 @@ async function verifyWithWindow(keys: Keys, config: Config, token: string, now: 
         requiredClaims: ['sub', 'sid', 'seller_id', 'role', 'iat', 'exp', 'jti'],
       },
     );
-    const userId = Number(payload.sub);
-    if (!Number.isSafeInteger(userId) || !Number.isSafeInteger(payload.seller_id) || typeof payload.sid !== 'string' || !SESSION_ID.test(payload.sid) || !['seller', 'marketplace', 'admin'].includes(payload.role)) {
+    // Ids as the database stores them (integer columns): anything else, even well signed, is no
+    // token Plaza issued, and would fail in the queries that use it.
+    const userId = typeof payload.sub === 'string' && /^[1-9]\d{0,9}$/.test(payload.sub) ? Number(payload.sub) : NaN;
+    if (!(userId <= MAX_INT32) || !isInt32Id(payload.seller_id) || typeof payload.sid !== 'string' || !SESSION_ID.test(payload.sid) || !['seller', 'marketplace', 'admin'].includes(payload.role)) {
       throw new InvalidAccessTokenError('malformed claims');
     }
     if (payload.exp! - payload.iat! > config.ACCESS_TOKEN_TTL_SECONDS) throw new InvalidAccessTokenError('lifetime longer than ACCESS_TOKEN_TTL_SECONDS');
