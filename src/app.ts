@@ -13,6 +13,7 @@ import type { AppDeps, FeatureDeps } from './deps.js';
 import { registerOpenApi } from './http/openapi.js';
 import { registerProblemHandlers, sendFrameworkProblem, writeClientProblem } from './http/problem.js';
 import { defaultBodyLimit } from './http/body-limits.js';
+import { jsonBodyParser, useJsonParser } from './http/json-body.js';
 import { refuseUnfitInput } from './http/input-guard.js';
 import { trackAllowedMethods } from './http/method-not-allowed.js';
 import { registerResponseHeaders } from './http/response-headers.js';
@@ -81,6 +82,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.addHook('preValidation', refuseUnfitInput);
   // Only JSON bodies are part of the API; anything else is 415.
   app.removeContentTypeParser('text/plain');
+  useJsonParser(app, jsonBodyParser(app));
   registerResponseHeaders(app);
   registerProblemHandlers(app, config.DATABASE_RETRY_AFTER_SECONDS, trackAllowedMethods(app));
   await registerOpenApi(app);

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError, type FieldError } from '../http/errors.js';
+import { jsonBodyParser, useJsonParser } from '../http/json-body.js';
 
 /**
  * Event payloads are passed on as given, so a number must survive being read: JavaScript (and most
@@ -85,17 +86,16 @@ export function findInexactNumber(text: string): { path: string; number: string 
 const found = new WeakMap<FastifyRequest, FieldError>();
 
 /**
- * Replaces the JSON parser of the routes registered in `app` (an encapsulated plugin) with Fastify's
- * own, plus the number check. The finding is kept on the request and raised by
+ * Replaces the JSON parser of the routes registered in `app` (an encapsulated plugin) with the
+ * application's (json-body.ts), plus the number check. The finding is kept on the request and raised by
  * `refuseInexactNumbers` after authentication: an anonymous caller learns nothing about the body rules.
  */
 export function parseJsonKeepingNumbersExact(app: FastifyInstance): void {
-  const parse = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    parse(request, body as string, (error, value) => {
+  const parse = jsonBodyParser(app);
+  useJsonParser(app, (request, body, done) => {
+    parse(request, body, (error, value) => {
       if (error) return done(error);
-      const inexact = findInexactNumber(body as string);
+      const inexact = findInexactNumber(body);
       if (inexact) {
         const field = inexact.path ? `body.${inexact.path}` : 'body';
         found.set(request, { field, message: `the number ${inexact.number.slice(0, 40)} cannot be kept exactly (beyond double precision); send it as a string` });

@@ -62,6 +62,22 @@ describe('authentication comes before the body', () => {
       assert.equal(answer.status, 401, `${route.method} ${route.path}`);
     }
   });
+
+  test('headers too large are refused by the HTTP parser with a 431 problem that carries its request id, as every answer does', async () => {
+    const answer = await new Promise<{ status: number; requestId: unknown; body: string }>((resolve, reject) => {
+      const req = request({ port, path: '/api/v2/products', headers: { authorization: `Bearer ${'x'.repeat(20_000)}` } }, (res) => {
+        let body = '';
+        res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, requestId: res.headers['x-request-id'], body }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    assert.equal(answer.status, 431);
+    const problem = JSON.parse(answer.body) as { code: string; request_id: string };
+    assert.equal(problem.code, 'headers_too_large');
+    assert.equal(answer.requestId, problem.request_id);
+  });
 });
 
 describe('body limits per route', () => {
@@ -74,13 +90,25 @@ describe('body limits per route', () => {
   const post = (url: string, payload: unknown, headers: Record<string, string> = {}) =>
     ctx.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json', ...headers }, payload: JSON.stringify(payload) });
 
-  test('login and refresh: 8 KiB is 413, a body that fits is read', async () => {
-    assert.equal((await post('/api/v2/auth/login', { username: 'u', password: 'p'.repeat(8 * 1024) })).statusCode, 413);
-    assert.equal((await post('/api/v2/auth/refresh', { refresh_token: 't'.repeat(8 * 1024) })).statusCode, 413);
+  test('login, refresh and password change: over 16 KiB is 413, a body that fits is read', async () => {
+    assert.equal((await post('/api/v2/auth/login', { username: 'u', password: 'p'.repeat(17 * 1024) })).statusCode, 413);
+    assert.equal((await post('/api/v2/auth/refresh', { refresh_token: 't'.repeat(17 * 1024) })).statusCode, 413);
     // 3 KiB fits the limit: the validation answers (the password is over its 1024 characters).
     const fits = await post('/api/v2/auth/login', { username: 'u', password: 'p'.repeat(3 * 1024) });
     assert.equal(fits.statusCode, 400);
     assert.equal(fits.json().code, 'validation_failed');
+  });
+
+  test('the longest valid passwords are read when a client escapes every non-ASCII character (6 bytes each)', async () => {
+    const escaped = (payload: unknown) => JSON.stringify(payload).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+    const send = (url: string, payload: unknown, headers: Record<string, string> = {}) =>
+      ctx.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json', ...headers }, payload: escaped(payload) });
+    const user = await seedUser(ctx.db, { password: '密'.repeat(1024) });
+    assert.ok(escaped({ password: user.password }).length > 6 * 1024, 'the body is over the former 4 KiB limit');
+    const login = await send('/api/v2/auth/login', { username: user.username, password: user.password });
+    assert.equal(login.statusCode, 200, login.body);
+    const change = await send('/api/v2/auth/password', { current_password: user.password, new_password: 'é'.repeat(1024) }, { authorization: `Bearer ${login.json().token}` });
+    assert.equal(change.statusCode, 204, change.body);
   });
 
   test('event intake keeps BODY_LIMIT_BYTES (1 MiB): a 512 KiB event is read, other routes stop at 64 KiB', async () => {

@@ -6,8 +6,12 @@ import type { Config } from '../config.js';
  * limits are open to holders of a token only.
  */
 
-/** Login and refresh: a user name (≤ 200 characters) and a password or token (≤ 1024) fit many times over. */
-export const CREDENTIALS_BODY_LIMIT_BYTES = 4096;
+/**
+ * Login, refresh and password change: their longest valid body, a user name (≤ 200 characters)
+ * and a password (≤ 1024), or two passwords, fits even with every character written as a JSON
+ * `\uXXXX` escape (6 bytes each: 12 KiB for two passwords), as some clients send non-ASCII text.
+ */
+export const CREDENTIALS_BODY_LIMIT_BYTES = 16 * 1024;
 
 /**
  * Every other route but event intake (webhook definitions: ≤ 8 KiB of headers, a URL, a name;

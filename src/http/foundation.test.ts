@@ -37,8 +37,17 @@ describe('HTTP foundation', () => {
     assertProblem(response, 400, 'malformed_json');
   });
 
+  test('valid JSON with a __proto__ key (or constructor.prototype) is refused as such, not as broken JSON', async () => {
+    for (const payload of ['{"username": "u", "password": "p", "__proto__": {"admin": true}}', '{"username": {"constructor": {"prototype": {}}}, "password": "p"}']) {
+      const response = await ctx.app.inject({ method: 'POST', url: '/api/v2/auth/login', headers: { 'content-type': 'application/json' }, payload });
+      assertProblem(response, 400, 'validation_failed');
+      assert.equal(response.json().errors[0].field, 'body');
+      assert.match(response.json().errors[0].message, /__proto__/);
+    }
+  });
+
   test('a body over the limit is a 413 problem', async () => {
-    const response = await ctx.app.inject({ method: 'POST', url: '/api/v2/auth/login', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ username: 'x'.repeat(4096), password: 'y' }) });
+    const response = await ctx.app.inject({ method: 'POST', url: '/api/v2/auth/login', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ username: 'x'.repeat(16 * 1024), password: 'y' }) });
     assertProblem(response, 413, 'payload_too_large');
   });
 

@@ -82,6 +82,8 @@ describe('the OpenAPI document', () => {
     for (const { path, method, op } of operations()) {
       assert.ok(op.responses['400'], `${method} ${path} 400`);
       if (path.includes('{')) assert.ok(op.responses['414'], `${method} ${path} 414`);
+      // The HTTP parser's own refusals (writeClientProblem), before any route: on every one.
+      for (const status of ['408', '431']) assert.ok(op.responses[status], `${method} ${path} ${status}`);
     }
   });
 

@@ -64,7 +64,8 @@ interface RouteSchema {
 /**
  * What every operation has in common, added once here instead of in every route (so that a new route
  * gets it for free): the X-Request-Id header on every response; 400 on every route (the input guard
- * and a JSON body that does not parse); 414 on routes with path parameters; 503 (database
+ * and a JSON body that does not parse), and 408 and 431 (headers too slow or too large: the HTTP
+ * parser's refusals, before any route, writeClientProblem); 414 on routes with path parameters; 503 (database
  * unreachable, with Retry-After) on every route but /healthz; 413 and 415 on routes that can get a
  * body; Retry-After on 429 and 503, WWW-Authenticate on 401. Throws at start when a route has no
  * operationId: generated clients name their methods after it.
@@ -73,7 +74,7 @@ export function completeOperation(schema: RouteSchema, url: string, method: stri
   if (schema.hide) return schema;
   if (!schema.operationId) throw new Error(`Route ${url} has no operationId in its schema.`);
   // Every route checks its query and path values (input-guard.ts), and a body when one comes.
-  const extra: number[] = [400];
+  const extra: number[] = [400, 408, 431];
   // A path segment longer than Fastify's maxParamLength (problem.ts, uri_too_long).
   if (/[:{]/.test(url)) extra.push(414);
   if (url !== '/healthz') extra.push(503);

@@ -80,7 +80,7 @@ export function toAppError(error: FastifyError | Error, retryAfterSeconds: numbe
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new AppError('malformed_json', 'The body is empty although Content-Type is application/json.');
   }
-  if (e.statusCode === 400 && (error instanceof SyntaxError || /JSON|prototype|constructor/i.test(error.message))) {
+  if (e.statusCode === 400 && (error instanceof SyntaxError || /JSON/i.test(error.message))) {
     return new AppError('malformed_json', 'The body is not valid JSON.');
   }
   if (e.statusCode === 415) return new AppError('unsupported_media_type', 'Send the body as application/json.');
@@ -134,10 +134,11 @@ export function writeClientProblem(error: Error & { code?: string }, socket: Dup
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   const code: ErrorCode = error.code === 'HPE_HEADER_OVERFLOW' ? 'headers_too_large' : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request_timeout' : 'validation_failed';
   const detail = code === 'validation_failed' ? 'The request is not valid HTTP.' : errorCatalog[code].title;
-  const body = JSON.stringify(problemBody(code, detail, randomUUID()));
+  const requestId = randomUUID();
+  const body = JSON.stringify(problemBody(code, detail, requestId));
   const { status } = errorCatalog[code];
   if (socket.writable) {
-    socket.write(`HTTP/1.1 ${status} ${errorCatalog[code].title}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    socket.write(`HTTP/1.1 ${status} ${errorCatalog[code].title}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`);
   }
   socket.destroy(error);
 }
