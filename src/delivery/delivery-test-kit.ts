@@ -78,6 +78,16 @@ export class Receiver {
     this.fallback = (_request, response) => this.hanging.add(response);
   }
 
+  /** From now on requests to paths starting with `prefix` get no answer until close(); the rest 200. */
+  hangPaths(prefix: string): void {
+    this.fallback = (request, response) => (request.url.startsWith(prefix) ? this.hanging.add(response) : response.writeHead(200).end('ok'));
+  }
+
+  /** Requests that arrived for paths starting with `prefix`. */
+  requestsTo(prefix: string): ReceivedRequest[] {
+    return this.requests.filter((request) => request.url.startsWith(prefix));
+  }
+
   /** Resolves once `count` requests have arrived in total. */
   waitFor(count: number): Promise<void> {
     if (this.requests.length >= count) return Promise.resolve();

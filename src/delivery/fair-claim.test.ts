@@ -12,21 +12,23 @@ import { startDeliveryWorker } from './worker.js';
 
 const logger = pino({ level: 'silent' });
 
+const SETTINGS = {
+  DELIVERY_CONCURRENCY: '20',
+  DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK: '10',
+  DELIVERY_TENANT_SHARE: '0.5',
+  DELIVERY_TIMEOUT_MS: '60000',
+  DELIVERY_LEASE_SECONDS: '120',
+  DELIVERY_POLL_INTERVAL_MS: '50',
+  SHUTDOWN_TIMEOUT_MS: '0',
+};
+
 /** Issue 10, problems 2 and 3: tenants share the workers fairly, and workers share the backlog. */
 describe('fair claiming between tenants and workers', () => {
   let ctx: TestContext;
   let healthy: Receiver;
   let hanging: Receiver;
   before(async () => {
-    ctx = await createTestApp({
-      DELIVERY_CONCURRENCY: '20',
-      DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK: '10',
-      DELIVERY_TENANT_SHARE: '0.5',
-      DELIVERY_TIMEOUT_MS: '60000',
-      DELIVERY_LEASE_SECONDS: '120',
-      DELIVERY_POLL_INTERVAL_MS: '50',
-      SHUTDOWN_TIMEOUT_MS: '0',
-    });
+    ctx = await createTestApp(SETTINGS);
     healthy = await Receiver.start();
     hanging = await Receiver.start();
     hanging.hangAll();
@@ -63,6 +65,38 @@ describe('fair claiming between tenants and workers', () => {
       assert.ok(rows[0]!.n >= 10 && rows[0]!.n <= 10 * (1 + LOOK_AHEAD), `tenant A holds ${rows[0]!.n} leases`);
     } finally {
       await worker.stop();
+    }
+  });
+
+  test("tenants on one receiver host: tenant A's hanging paths hold no socket that tenant B's notifications wait for", async () => {
+    // Tenant A's share of a worker of 120 slots is 60 sends, all to one origin. The HTTP client
+    // once kept at most 50 sockets per origin: B's notification to the same host then queued behind
+    // A's hanging requests until their timeout, and that wait counted against B's own timeout.
+    const local = await createTestApp({ ...SETTINGS, DELIVERY_CONCURRENCY: '120' });
+    const shared = await Receiver.start();
+    shared.hangPaths('/a');
+    try {
+      for (let i = 0; i < 7; i++) {
+        const webhook = await seedWebhook(local.db, local.keys, { callbackUrl: shared.url(`/a${i}`), tenantKind: 'seller', tenantId: '1' });
+        for (let n = 0; n < 20; n++) await seedDelivery(local.db, webhook, { now: local.clock.now() });
+      }
+      const b = await seedWebhook(local.db, local.keys, { callbackUrl: shared.url('/b'), tenantKind: 'seller', tenantId: '2' });
+      const worker = await startDeliveryWorker({ ...local, logger });
+      try {
+        await shared.waitFor(60);
+        for (let n = 1; n <= 3; n++) {
+          await seedDelivery(local.db, b, { now: local.clock.now() });
+          const deadline = Date.now() + 3000;
+          while (shared.requestsTo('/b').length < n && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+          assert.equal(shared.requestsTo('/b').length, n, `tenant B's notification ${n} did not arrive while tenant A's paths on the same host hang`);
+        }
+        assert.equal(shared.requestsTo('/a').length, 60, "tenant A's sends stay within its share");
+      } finally {
+        await worker.stop();
+      }
+    } finally {
+      await shared.close();
+      await local.close();
     }
   });
 

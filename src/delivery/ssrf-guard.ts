@@ -67,7 +67,10 @@ export function createGuardedAgent(options: GuardedAgentOptions): Agent {
     headersTimeout: options.responseTimeoutMs,
     bodyTimeout: options.responseTimeoutMs,
     keepAliveTimeout: 4000,
-    // One pool per origin; this caps sockets per receiver, the worker caps requests per webhook.
-    connections: 50,
+    // One pool per origin, with as many sockets as the sends need: the worker's caps (per webhook,
+    // per tenant, DELIVERY_CONCURRENCY) bound them. A cap here was shared by every webhook and
+    // tenant on one receiver host: 50 hanging requests of one tenant made another's notification
+    // to the same host wait in the client for their timeout, and that wait counted as its own.
+    connections: null,
   });
 }
