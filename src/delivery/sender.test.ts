@@ -18,6 +18,17 @@ const ROUTES: Record<string, (res: ServerResponse) => void> = {
     res.writeHead(201).end('made');
   },
   '/hang': () => {},
+  // A status at once, then a body that trickles and never ends.
+  '/trickle': (res) => {
+    res.writeHead(200);
+    res.write('accepted');
+  },
+  // A status, then the connection broken off mid-body.
+  '/cut': (res) => {
+    res.writeHead(202, { 'content-length': '100' });
+    res.write('part');
+    setTimeout(() => res.destroy(), 20);
+  },
   // The first part of an answer that never ends.
   '/endless': (res) => {
     res.on('close', () => endlessClosed());
@@ -36,7 +47,7 @@ describe('sender: one notification over undici dispatch', () => {
   before(async () => {
     server = createServer((req, res) => {
       req.resume();
-      if (req.url === '/hang' || req.url === '/endless') hanging.push(res);
+      if (req.url === '/hang' || req.url === '/endless' || req.url === '/trickle') hanging.push(res);
       req.on('end', () => ROUTES[req.url ?? '']?.(res));
     });
     server.on('connection', () => (connections += 1));
@@ -92,6 +103,14 @@ describe('sender: one notification over undici dispatch', () => {
     assert.ok(result.durationMs >= 290 && result.durationMs < 2000, `${result.durationMs} ms`);
   });
 
+  test('a status within the timeout is the answer, even when its body then trickles or breaks off', async () => {
+    const trickled = await send('/trickle', 300);
+    assert.deepEqual([trickled.statusCode, trickled.error, trickled.responseBody], [200, null, 'accepted']);
+    assert.ok(trickled.durationMs >= 290 && trickled.durationMs < 2000, `${trickled.durationMs} ms`);
+    const cut = await send('/cut');
+    assert.deepEqual([cut.statusCode, cut.error, cut.responseBody], [202, null, 'part']);
+  });
+
   test('shutdown aborts a send in progress, and one not started yet', async () => {
     const shutdown = new AbortController();
     const pending = send('/hang', 10_000, shutdown.signal);
@@ -114,14 +133,20 @@ describe('sender: one notification over undici dispatch', () => {
   });
 
   test('an answer that is not HTTP says so, and the next send goes', async () => {
-    const answers = ['HTTP/1.1 101 Switching Protocols\r\n\r\n', 'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nZZ\r\nxx\r\n0\r\n\r\n'];
+    const answers = [
+      'HTTP/1.1 101 Switching Protocols\r\n\r\n',
+      'HTTP/1.1 2x0 OK\r\n\r\n',
+      // The status came: it is the answer, whatever the framing of the body behind it.
+      'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nZZ\r\nxx\r\n0\r\n\r\n',
+    ];
     const raw = createTcpServer((socket) => socket.once('data', () => socket.end(answers.shift() ?? '')));
     await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${(raw.address() as AddressInfo).port}/`;
     try {
       const sendRaw = () => sendNotification(agent, { url, messageId: 'm', body: '{}', keys: [Buffer.from('k')], headers: {}, timestampSeconds: 1 }, 2000);
       assert.equal((await sendRaw()).error, 'invalid response from the receiver', 'a 101 without Upgrade');
-      assert.match((await sendRaw()).error ?? '', /^Response does not match the HTTP\/1.1 protocol/, 'a chunk size that is not hexadecimal');
+      assert.match((await sendRaw()).error ?? '', /^Response does not match the HTTP\/1.1 protocol/, 'a status that is not a number');
+      assert.equal((await sendRaw()).statusCode, 200, 'a chunk size that is not hexadecimal, after a 200');
       assert.equal((await send('/retry-after')).statusCode, 503);
     } finally {
       await new Promise((resolve) => raw.close(resolve));

@@ -110,12 +110,16 @@ class Exchange implements Dispatcher.DispatchHandler {
     signal?.addEventListener('abort', this.onShutdown, { once: true });
   }
 
-  /** Ends the exchange from this side: no answer, `reason` (a timeout, shutdown). */
+  /**
+   * Ends the exchange from this side (a timeout, shutdown): with no answer, `reason`; once the
+   * status came, with that answer and what came of its body (see onError).
+   */
   stop(reason: string): void {
     if (this.settled) return;
     this.stoppedWith = reason;
     // Settled first: the abort calls onError at once, whose error only repeats the reason.
-    this.settle(failed(this.started, reason, this.requestHeaders));
+    if (this.statusCode !== 0) this.answered();
+    else this.settle(failed(this.started, reason, this.requestHeaders));
     this.abortRequest?.(new Error(reason));
   }
 
@@ -161,6 +165,10 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   onError(error: Error): void {
     if (this.settled) return;
+    // The status is the receiver's answer: "2xx within the timeout" is a success even when the body
+    // behind it trickles or breaks off (recorded as far as it came). Counted as a failure, it was
+    // sent again to a receiver that had taken it.
+    if (this.statusCode !== 0) return this.answered();
     this.settle(failed(this.started, describeError(error), this.requestHeaders, error.message));
   }
 
