@@ -28,14 +28,14 @@ export const keyCommands: Command[] = [
     name: 'keys rotate-jwt',
     args: '',
     summary: 'Add a new JWT signing key; the old one stays published until its tokens expire',
-    details: 'The new key is published at once (JWKS) and starts signing after JWT_KEYS_RELOAD_SECONDS, once every process has loaded it.',
+    details: 'Each process publishes the new key (JWKS) at its next key reload and signs with it JWT_KEYS_RELOAD_SECONDS after the rotation, by its own setting, once every process has loaded it: give every process the same JWT_KEYS_RELOAD_SECONDS.',
     async run(_input, ctx) {
       const config = ctx.config();
       if (config.JWT_PRIVATE_KEY) throw new UsageError('The signing key comes from JWT_PRIVATE_KEY: rotate it there (and list the old public key in JWT_VERIFICATION_KEYS), or unset it to keep keys in the database.');
       const db = await ctx.database();
       const keys = await loadKeys(config, db, ctx.now());
       const rotated = await rotateJwtKey(db, keys.secrets.key, config, ctx.now());
-      ctx.out(`New JWT signing key ${rotated.kid} signs from ${rotated.activatesAt.toISOString()}.`);
+      ctx.out(`New JWT signing key ${rotated.kid} signs from ${rotated.activatesAt.toISOString()} at the earliest (JWT_KEYS_RELOAD_SECONDS after now, as each process is configured).`);
       if (rotated.retired.length > 0) ctx.out(`Retired ${rotated.retired.join(', ')}: published until the tokens it signed have expired.`);
     },
   },

@@ -23,6 +23,7 @@ interface SigningKeyRow {
   kid: string;
   public_jwk: JWK;
   private_key_encrypted: string;
+  created_at: Date;
   activates_at: Date;
   retired_at: Date | null;
 }
@@ -44,10 +45,22 @@ export async function publicJwkOf(pem: string): Promise<{ kid: string; jwk: JWK 
 
 /**
  * A retired key stays published while tokens it signed can still be valid: their lifetime and
- * leeway, plus one reload interval, during which a process that has not yet reloaded still signs with it.
+ * leeway, plus two reload intervals: the new key may sign one interval after the retirement was
+ * written (signsFrom), and a process that has not reloaded since still signs with the old one for
+ * up to another.
  */
 export function publishedForMs(config: Config): number {
-  return (config.ACCESS_TOKEN_TTL_SECONDS + config.JWT_CLOCK_TOLERANCE_SECONDS + config.JWT_KEYS_RELOAD_SECONDS) * 1000;
+  return (config.ACCESS_TOKEN_TTL_SECONDS + config.JWT_CLOCK_TOLERANCE_SECONDS + 2 * config.JWT_KEYS_RELOAD_SECONDS) * 1000;
+}
+
+/**
+ * When a key may sign, in this process: at its activation time, and not before every process has
+ * had one reload interval, by this process's own setting, to publish it. The activation time was
+ * computed by the process that rotated, a CLI whose JWT_KEYS_RELOAD_SECONDS may be shorter than the
+ * servers': tokens signed on its word were refused by servers that had not reloaded yet.
+ */
+function signsFrom(row: SigningKeyRow, config: Config): number {
+  return Math.max(row.activates_at.getTime(), row.created_at.getTime() + config.JWT_KEYS_RELOAD_SECONDS * 1000);
 }
 
 // Rotations and the first key are serialised across processes.
@@ -74,9 +87,9 @@ export async function ensureSigningKey(db: Database, master: Buffer, now: Date, 
 }
 
 /**
- * Adds a new signing key. It is published at once and signs from one reload interval on, when
- * every process knows it; the current key stops signing then and stays published until its
- * tokens have expired.
+ * Adds a new signing key. Each process publishes it at its next reload, and signs with it one
+ * reload interval after now (signsFrom: by the signing process's own setting), when every process
+ * knows it; the current key stops signing then and stays published until its tokens have expired.
  */
 export async function rotateJwtKey(db: Database, master: Buffer, config: Config, now: Date): Promise<{ kid: string; activatesAt: Date; retired: string[] }> {
   const activatesAt = new Date(now.getTime() + config.JWT_KEYS_RELOAD_SECONDS * 1000);
@@ -104,16 +117,17 @@ async function importRow(row: SigningKeyRow, master: Buffer) {
   return pair;
 }
 
-/** The published keys and the one that signs now: the newest whose activation time has come. */
+/** The published keys and the one that signs now: the newest whose time to sign has come (signsFrom). */
 export async function loadJwtKeySet(db: Queryable, master: Buffer, config: Config, now: Date): Promise<JwtKeySet> {
   const { rows } = await db.query<SigningKeyRow>(
-    `SELECT kid, public_jwk, private_key_encrypted, activates_at, retired_at FROM jwt_signing_keys
+    `SELECT kid, public_jwk, private_key_encrypted, created_at, activates_at, retired_at FROM jwt_signing_keys
       WHERE retired_at IS NULL OR retired_at > $1
       ORDER BY activates_at, kid`,
     [new Date(now.getTime() - publishedForMs(config))],
   );
   if (rows.length === 0) throw new Error('no JWT signing key in the database');
-  const current = rows.filter((row) => row.activates_at.getTime() <= now.getTime()).at(-1) ?? rows[0]!;
+  // The first key of an installation signs at once: there is no other.
+  const current = rows.filter((row) => signsFrom(row, config) <= now.getTime()).at(-1) ?? rows[0]!;
   const verification = new Map<string, CryptoKey>();
   for (const row of rows) verification.set(row.kid, (await importRow(row, master)).publicKey);
   return {

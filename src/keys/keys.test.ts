@@ -79,10 +79,29 @@ describe('JWT keys in the database, JWKS and rotation', () => {
     const response = await app.inject({ url: '/api/v2/products', headers: { authorization: `Bearer ${before}` } });
     assert.notEqual(response.statusCode, 401, 'and Plaza itself still accepts them');
 
-    // Once every token of the old key has expired, it is no longer published.
+    // Once every token of the old key has expired, it is no longer published (publishedForMs: two
+    // reload intervals past the tokens' lifetime, counted from its retirement, the new key's time).
     clock.advance((config.ACCESS_TOKEN_TTL_SECONDS + config.JWT_CLOCK_TOLERANCE_SECONDS + config.JWT_KEYS_RELOAD_SECONDS) * 1000);
     await reloadKeys(keys, db, config, clock.now());
+    assert.deepEqual(keys.jwks.map((k) => k.kid).sort(), [oldKid, rotated.kid].sort());
+    clock.advance(config.JWT_KEYS_RELOAD_SECONDS * 1000);
+    await reloadKeys(keys, db, config, clock.now());
     assert.deepEqual(keys.jwks.map((k) => k.kid), [rotated.kid]);
+  });
+
+  test('a rotation by a CLI with a shorter JWT_KEYS_RELOAD_SECONDS than the servers\' waits for the servers\' interval', async () => {
+    const server = loadConfig({ LOG_LEVEL: 'silent', SECRETS_KEY: config.SECRETS_KEY, JWT_KEYS_RELOAD_SECONDS: '60' });
+    const cli = loadConfig({ LOG_LEVEL: 'silent', SECRETS_KEY: config.SECRETS_KEY, JWT_KEYS_RELOAD_SECONDS: '1' });
+    const signing = keys.signing.kid;
+    const rotated = await rotateJwtKey(db, keys.secrets.key, cli, clock.now());
+    // A server that reloaded 2 s later would have signed with the new key, which a server reloading
+    // every 60 s may not have loaded yet: its tokens refused there.
+    clock.advance(2000);
+    await reloadKeys(keys, db, server, clock.now());
+    assert.equal(keys.signing.kid, signing);
+    clock.advance(58_000);
+    await reloadKeys(keys, db, server, clock.now());
+    assert.equal(keys.signing.kid, rotated.kid);
   });
 });
 
