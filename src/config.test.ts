@@ -51,6 +51,25 @@ test("a duration that feeds a timer stays within a day: past Node's timer limit 
   assert.equal(loadConfig({ DELIVERY_TIMEOUT_MS: '86400000' }).DELIVERY_TIMEOUT_MS, 86_400_000);
 });
 
+test('a duration that dates are computed from stays within ten years: past that an expiry was an invalid date, and a login a 500', () => {
+  for (const name of ['REFRESH_TOKEN_TTL_SECONDS', 'ACCESS_TOKEN_TTL_SECONDS', 'PORTAL_SESSION_TTL_SECONDS', 'WEBHOOK_SECRET_OVERLAP_SECONDS']) {
+    assert.throws(() => loadConfig({ [name]: '9000000000000' }), new RegExp(`${name}="9000000000000"`), name);
+  }
+  for (const name of ['DELIVERY_RETENTION_DAYS', 'AUTH_AUDIT_RETENTION_DAYS']) assert.throws(() => loadConfig({ [name]: '3651' }), new RegExp(name), name);
+  assert.equal(loadConfig({ REFRESH_TOKEN_TTL_SECONDS: '315360000' }).REFRESH_TOKEN_TTL_SECONDS, 315_360_000);
+});
+
+test('PORTAL_PUBLIC_URL is an absolute http(s) base URL, DATA_DIR is not on /proc or /sys, DATABASE_URL holds no NUL', () => {
+  for (const value of ['plaza.example.com', 'javascript:alert(1)', 'notaurl', 'ftp://plaza.example.com', 'https://u:p@plaza.example.com', 'https://plaza.example.com/?a=1', 'https://plaza.example.com/#x']) {
+    assert.throws(() => loadConfig({ PORTAL_PUBLIC_URL: value }), /PORTAL_PUBLIC_URL=.*must be the base URL/, value);
+  }
+  for (const value of ['https://plaza.example.com', 'http://127.0.0.1:3000/', 'https://example.com/plaza']) assert.equal(loadConfig({ PORTAL_PUBLIC_URL: value }).PORTAL_PUBLIC_URL, value);
+  for (const value of ['/proc/nope/x', '/sys', '/proc/../proc/x']) assert.throws(() => loadConfig({ DATA_DIR: value }), /DATA_DIR=.*virtual file system/, value);
+  for (const value of ['postgres://u@127.0.0.1:5432/db%00x', 'postgres://u@127.0.0.1:5432/db?application_name=%00']) {
+    assert.throws(() => loadConfig({ DATABASE_URL: value }), /DATABASE_URL: must not contain a NUL/, value);
+  }
+});
+
 test('REDIS_URL must be a Redis URL (the client would only fail at the first login)', () => {
   for (const value of ['http://x', 'localhost:6379', 'redis://']) {
     assert.throws(() => loadConfig({ REDIS_URL: value }), /REDIS_URL: must be a Redis URL/, value);

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { Type, type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import { parseRetrySchedule } from './delivery/retry-schedule.js';
@@ -18,6 +19,13 @@ const Integer = (defaultValue: number, description: string, minimum = 0, maximum
  * statement plus connect timeout) under that limit.
  */
 const Milliseconds = (defaultValue: number, description: string, minimum = 0) => Integer(defaultValue, description, minimum, 86_400_000);
+/**
+ * A duration in seconds or days that dates are computed from (a token's expiry, a retention
+ * cut-off): at most ten years. Unbounded, REFRESH_TOKEN_TTL_SECONDS=9000000000000 made every expiry
+ * an invalid date, and every login a 500.
+ */
+const Seconds = (defaultValue: number, description: string, minimum = 0) => Integer(defaultValue, description, minimum, 315_360_000);
+const Days = (defaultValue: number, description: string, minimum = 0) => Integer(defaultValue, description, minimum, 3650);
 const Text = (defaultValue: string, description: string) => Type.String({ default: defaultValue, description });
 const OptionalText = (description: string) => Type.Optional(Type.String({ minLength: 1, description }));
 
@@ -49,7 +57,7 @@ export const ConfigSchema = Type.Object({
   DATABASE_POOL_SIZE: Integer(10, 'Connections in the PostgreSQL pool.', 1, 1000),
   DATABASE_CONNECT_TIMEOUT_MS: Milliseconds(3000, 'How long a request waits for a PostgreSQL connection before answering 503.', 100),
   DATABASE_STATEMENT_TIMEOUT_MS: Milliseconds(10_000, 'PostgreSQL statement_timeout for the pool.', 100),
-  DATABASE_RETRY_AFTER_SECONDS: Integer(5, 'Retry-After sent with 503 while the database is unreachable.', 1),
+  DATABASE_RETRY_AFTER_SECONDS: Seconds(5, 'Retry-After sent with 503 while the database is unreachable.', 1),
 
   // Keys and secrets
   JWT_PRIVATE_KEY: OptionalText('Ed25519 private key (PKCS#8 PEM) that signs access tokens. Unset: the signing keys kept in the database (created at first start, rotated with `plaza keys rotate-jwt`).'),
@@ -60,26 +68,26 @@ export const ConfigSchema = Type.Object({
   // Authentication
   JWT_ISSUER: Text('plaza', 'iss claim of access tokens.'),
   JWT_AUDIENCE: Text('plaza-api', 'aud claim of access tokens.'),
-  ACCESS_TOKEN_TTL_SECONDS: Integer(900, 'Lifetime of an access token (spec: 900).', 60),
+  ACCESS_TOKEN_TTL_SECONDS: Seconds(900, 'Lifetime of an access token (spec: 900).', 60),
   JWT_CLOCK_TOLERANCE_SECONDS: Integer(5, 'Leeway for exp/iat/nbf when verifying access tokens.', 0, 300),
-  REFRESH_TOKEN_TTL_SECONDS: Integer(604_800, 'Lifetime of a refresh token from its issue (spec: 7 days).', 60),
+  REFRESH_TOKEN_TTL_SECONDS: Seconds(604_800, 'Lifetime of a refresh token from its issue (spec: 7 days).', 60),
   REFRESH_REUSE_GRACE_SECONDS: Integer(0, 'Seconds after a rotation during which the same refresh token returns the same successor instead of counting as reuse. 0 is the spec rule.', 0, 300),
   LOGIN_FREE_FAILURES_PER_USER_IP: Integer(3, 'Consecutive failures per (user, IP) before cooldowns start.', 0),
   LOGIN_FAILURES_PER_USER_PER_HOUR: Integer(10, 'Failures per user over all IPs within an hour after which every (user, IP) gets only one free failure. Never refuses by itself, so nobody can lock a user out.', 1),
   LOGIN_FAILURES_PER_IP_PER_HOUR: Integer(50, 'Failures per IP over all usernames within an hour before cooldowns start.', 1),
-  LOGIN_COOLDOWN_BASE_SECONDS: Integer(1, 'First cooldown once a login limit is passed; each further failure doubles it.', 1),
-  LOGIN_COOLDOWN_MAX_SECONDS: Integer(900, 'Longest login cooldown.', 1),
+  LOGIN_COOLDOWN_BASE_SECONDS: Seconds(1, 'First cooldown once a login limit is passed; each further failure doubles it.', 1),
+  LOGIN_COOLDOWN_MAX_SECONDS: Seconds(900, 'Longest login cooldown.', 1),
   LOGIN_REFUSAL_AUDIT_WINDOW_SECONDS: Integer(60, 'Refused (429) logins are audited as one login_limited row per user and IP per window of this length, with the count.', 1, 3600),
-  AUTH_AUDIT_RETENTION_DAYS: Integer(90, 'Audit events of logins, refreshes and logouts older than this are pruned.', 1),
-  API_KEY_LAST_USED_RESOLUTION_SECONDS: Integer(60, 'An API key\'s last-used time is written at most this often, not on every request.', 1),
-  JWT_KEYS_RELOAD_SECONDS: Integer(10, 'How often each process reloads the JWT signing keys from the database; a rotated-in key starts signing this long after `plaza keys rotate-jwt`, once every process knows it.', 1, 3600),
-  JWKS_MAX_AGE_SECONDS: Integer(300, 'Cache-Control max-age of GET /.well-known/jwks.json.', 0),
+  AUTH_AUDIT_RETENTION_DAYS: Days(90, 'Audit events of logins, refreshes and logouts older than this are pruned.', 1),
+  API_KEY_LAST_USED_RESOLUTION_SECONDS: Seconds(60, 'An API key\'s last-used time is written at most this often, not on every request.', 1),
+  JWT_KEYS_RELOAD_SECONDS: Integer(10, 'How often each process reloads the JWT signing keys from the database; a rotated-in key starts signing this long after `plaza keys rotate-jwt`, once every process knows it. Give every process the same value.', 1, 3600),
+  JWKS_MAX_AGE_SECONDS: Seconds(300, 'Cache-Control max-age of GET /.well-known/jwks.json.', 0),
   REDIS_URL: OptionalText('redis://… Keeps login-limit counters in Redis instead of the database.'),
   REDIS_KEY_PREFIX: Text('plaza:', 'Prefix of every Redis key Plaza writes, so that several deployments can share one Redis.'),
 
   // Webhooks
   WEBHOOKS_PER_TENANT_LIMIT: Integer(100, 'Most webhooks one tenant may have per marketplace.', 1),
-  WEBHOOK_SECRET_OVERLAP_SECONDS: Integer(86_400, 'After rotate-secret, how long the previous secret keeps signing alongside the new one.', 0),
+  WEBHOOK_SECRET_OVERLAP_SECONDS: Seconds(86_400, 'After rotate-secret, how long the previous secret keeps signing alongside the new one.', 0),
   WEBHOOK_ALLOWED_NETWORKS: Text('', 'Comma-separated CIDR ranges that callbacks may reach although they are private or loopback (e.g. 127.0.0.0/8 for local tests).'),
 
   // Per-tenant limits (per API process: N processes allow N times these; 0 turns one off)
@@ -96,7 +104,7 @@ export const ConfigSchema = Type.Object({
   DELIVERY_CONNECT_TIMEOUT_MS: Milliseconds(3000, 'Time to establish the connection to a receiver.', 100),
   DELIVERY_RETRY_SCHEDULE: Text('5s,30s,2m,10m,30m,1h,3h,6h,12h,24h', 'Delays between attempts; after the last one a delivery is failed.'),
   DELIVERY_RETRY_JITTER: Type.Number({ default: 0.2, minimum: 0, maximum: 1, description: 'Random spread of each retry delay (0.2 = ±20%).' }),
-  DELIVERY_RETRY_AFTER_MAX_SECONDS: Integer(3600, 'Upper bound on a receiver\'s Retry-After (429/503); one shorter than the scheduled delay waits the scheduled one.', 0),
+  DELIVERY_RETRY_AFTER_MAX_SECONDS: Seconds(3600, 'Upper bound on a receiver\'s Retry-After (429/503); one shorter than the scheduled delay waits the scheduled one.', 0),
   DELIVERY_CONCURRENCY: Integer(100, 'Notifications in flight at once in one worker process.', 1),
   DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK: Integer(10, 'Notifications in flight at once to one webhook.', 1),
   DELIVERY_TENANT_SHARE: Type.Number({
@@ -105,16 +113,16 @@ export const ConfigSchema = Type.Object({
   }),
   DELIVERY_CLAIM_SCAN_WEBHOOKS: Integer(200, 'Most webhooks with waiting deliveries one claim looks at; the next claim continues after them. Bounds the cost of a claim.', 10),
   DELIVERY_COMPLETION_BATCH: Integer(200, 'Most finished attempts a worker records in one statement.', 1),
-  DELIVERY_LEASE_SECONDS: Integer(60, 'How long a claimed delivery stays with a worker before another may take it.', 5),
+  DELIVERY_LEASE_SECONDS: Seconds(60, 'How long a claimed delivery stays with a worker before another may take it.', 5),
   DELIVERY_POLL_INTERVAL_MS: Milliseconds(5000, 'Safety-net poll for due deliveries (LISTEN/NOTIFY wakes the worker sooner).', 50),
-  DELIVERY_DISABLE_AFTER_DAYS: Integer(5, 'A webhook failing for this many days without one success is disabled.', 1),
-  DELIVERY_RETENTION_DAYS: Integer(30, 'Finished deliveries, their attempts and event payloads older than this are pruned.', 1),
-  DELIVERY_REPLAY_MAX_DAYS: Integer(14, 'How far back POST …/webhooks/{code}/replay may reach (the replay\'s time window starts at most this many days ago).', 1),
+  DELIVERY_DISABLE_AFTER_DAYS: Days(5, 'A webhook failing for this many days without one success is disabled.', 1),
+  DELIVERY_RETENTION_DAYS: Days(30, 'Finished deliveries, their attempts and event payloads older than this are pruned.', 1),
+  DELIVERY_REPLAY_MAX_DAYS: Days(14, 'How far back POST …/webhooks/{code}/replay may reach (the replay\'s time window starts at most this many days ago).', 1),
   DELIVERY_REPLAY_RATE_PER_SECOND: Integer(10, 'Pacing of a replay: its deliveries become due this many per second, oldest first, so a large replay does not flood the receiver.', 1, 10_000),
   DELIVERY_REPLAY_MAX_DELIVERIES: Integer(10_000, 'Most deliveries one replay may send; a larger match is refused (narrow the filter).', 1),
 
   // Portal
-  PORTAL_SESSION_TTL_SECONDS: Integer(28_800, 'Lifetime of a portal session (web pages at /portal) from its sign-in.', 60),
+  PORTAL_SESSION_TTL_SECONDS: Seconds(28_800, 'Lifetime of a portal session (web pages at /portal) from its sign-in.', 60),
   PORTAL_LINK_TTL_SECONDS: Integer(900, 'How long a one-time portal link stays valid (15 minutes).', 30, 86_400),
   PORTAL_PUBLIC_URL: OptionalText('Base URL of Plaza as browsers reach it (https://plaza.example.com), used in portal links. Unset: taken from the request that creates the link.'),
 });
@@ -192,6 +200,26 @@ const FORMAT_CHECKS: [keyof Config, (config: Config) => void][] = [
       const url = config.DATABASE_URL;
       if (!URL.canParse(url) && !URL.canParse(url.replace('@/', '@host/'))) {
         throw new Error('is not a valid URL: percent-encode the special characters of the user name and password (/ as %2F, # as %23, @ as %40, : as %3A) and check the port');
+      }
+      // PostgreSQL's startup packet cannot carry a NUL: the driver failed with a stack trace.
+      if (/%00|\0/.test(url)) throw new Error('must not contain a NUL character (%00)');
+    },
+  ],
+  [
+    'DATA_DIR',
+    (config) => {
+      // No directory can be made there, and Node's recursive mkdir loops at full CPU on procfs.
+      if (/^\/(proc|sys)(\/|$)/.test(resolve(config.DATA_DIR))) throw new Error('is on a virtual file system (/proc, /sys): choose a directory on a disk');
+    },
+  ],
+  [
+    'PORTAL_PUBLIC_URL',
+    (config) => {
+      // Portal links are this base plus a path: without a scheme and host they are relative, unusable.
+      if (config.PORTAL_PUBLIC_URL === undefined) return;
+      const url = URL.canParse(config.PORTAL_PUBLIC_URL) ? new URL(config.PORTAL_PUBLIC_URL) : undefined;
+      if ((url?.protocol !== 'https:' && url?.protocol !== 'http:') || url.hostname === '' || url.username || url.password || url.search || url.hash) {
+        throw new Error('must be the base URL browsers reach Plaza at, like https://plaza.example.com (http or https, no user, query or fragment)');
       }
     },
   ],

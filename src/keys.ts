@@ -26,6 +26,16 @@ export interface Keys extends JwtKeySet {
   jwtSource: 'database' | 'environment' | 'memory';
 }
 
+/** A key given in the environment that cannot be imported is that setting's fault: a ConfigError naming it. */
+async function fromEnvironment<T>(setting: string, load: () => Promise<T>): Promise<T> {
+  try {
+    return await load();
+  } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    throw new ConfigError(`Cannot import ${setting}: ${(error as Error).message}. JWT_PRIVATE_KEY must be an Ed25519 PKCS#8 PEM key; JWT_VERIFICATION_KEYS a JSON array of Ed25519 public JWKs, each with kid.`);
+  }
+}
+
 /**
  * The keys of a process. SECRETS_KEY comes from the environment or DATA_DIR/keys.json and must open
  * the database's secrets (else ConfigError naming the difference). JWT keys come from
@@ -39,24 +49,20 @@ export async function loadKeys(config: Config, db?: Database, now = new Date()):
   const extra = parseVerificationKeys(config);
   let set: JwtKeySet;
   let jwtSource: Keys['jwtSource'];
-  try {
-    if (config.JWT_PRIVATE_KEY) {
-      set = await keySetOf(config.JWT_PRIVATE_KEY, config.JWT_KEY_ID);
-      jwtSource = 'environment';
-    } else if (db) {
-      await ensureSigningKey(db, secrets.key, now, readKeyFile(config.DATA_DIR)?.jwtPrivateKeyPem);
-      set = await loadJwtKeySet(db, secrets.key, config, now);
-      jwtSource = 'database';
-    } else {
-      set = await keySetOf(newPrivateKeyPem());
-      jwtSource = 'memory';
-    }
-    await addVerificationKeys(set, extra);
-  } catch (error) {
-    if (error instanceof ConfigError) throw error;
-    const name = config.JWT_PRIVATE_KEY ? 'JWT_PRIVATE_KEY or JWT_VERIFICATION_KEYS' : 'the JWT signing keys';
-    throw new ConfigError(`Cannot import ${name}: ${(error as Error).message}. JWT_PRIVATE_KEY must be an Ed25519 PKCS#8 PEM key.`);
+  if (config.JWT_PRIVATE_KEY) {
+    set = await fromEnvironment('JWT_PRIVATE_KEY', () => keySetOf(config.JWT_PRIVATE_KEY!, config.JWT_KEY_ID));
+    jwtSource = 'environment';
+  } else if (db) {
+    // Errors here are the database's (or a key it holds that SECRETS_KEY, checked above, opens):
+    // not a setting's, so not reported as one.
+    await ensureSigningKey(db, secrets.key, now, readKeyFile(config.DATA_DIR)?.jwtPrivateKeyPem);
+    set = await loadJwtKeySet(db, secrets.key, config, now);
+    jwtSource = 'database';
+  } else {
+    set = await keySetOf(newPrivateKeyPem());
+    jwtSource = 'memory';
   }
+  await fromEnvironment('JWT_VERIFICATION_KEYS', () => addVerificationKeys(set, extra));
   return { ...set, ...derived, secrets, jwtSource };
 }
 
