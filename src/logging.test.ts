@@ -88,6 +88,12 @@ describe('request logging', () => {
     assert.equal(request?.res?.statusCode, 401);
     assert.equal(typeof request?.responseTime, 'number');
 
+    // A request refused by validation is one line too, which says why.
+    const invalid = await app.inject({ method: 'POST', url: '/api/v2/auth/login', payload: { username: 'nobody' } });
+    assert.equal(invalid.statusCode, 400);
+    const forInvalid = lines().filter((line) => line.reqId === invalid.headers['x-request-id']);
+    assert.deepEqual(forInvalid.map((line) => [line.msg, line.res?.statusCode, (line as { code?: string }).code]), [['request', 400, 'validation_failed']]);
+
     const forMissing = lines().filter((line) => line.reqId === missing.headers['x-request-id']);
     assert.deepEqual(forMissing.map((line) => [line.msg, line.res?.statusCode]), [['request', 404]]);
 

@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DatabaseUnavailableError, isStatementTimeout, isTransientConflict, isUnavailable } from '../db/database.js';
 import { AppError, errorCatalog, type ErrorCode, type FieldError } from './errors.js';
+import { noteRejection } from './request-log.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -99,7 +100,7 @@ export function registerProblemHandlers(app: FastifyInstance, retryAfterSeconds:
       // 5xx bodies are generic; the cause goes to the log only.
       request.log.error({ err: error }, 'request failed');
     } else if (!(error instanceof AppError)) {
-      request.log.info({ code: appError.code, reason: error.message }, 'request rejected');
+      noteRejection(request, appError.code, error.message);
     }
     return sendProblem(reply, appError);
   });
