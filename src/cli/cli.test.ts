@@ -52,13 +52,19 @@ describe('plaza CLI (in-process)', () => {
       }
     }
     assert.equal((await runInProcess(['--version'])).stdout.trim(), packageVersion);
+    const helpOfHelp = await runInProcess(['help', 'help']);
+    assert.equal(helpOfHelp.code, 0);
+    assert.match(helpOfHelp.stdout, /help <command> +Show the usage of a command/);
   });
 
   test('mistakes exit 2 with a clear message, before any database is opened', async () => {
     const cases: [string[], RegExp][] = [
       [['frobnicate'], /Unknown command "frobnicate"/],
       [['users', 'frob'], /Unknown command "users frob"[\s\S]*plaza users add/],
-      [['users'], /Unknown command "users"[\s\S]*plaza users add/],
+      [['users'], /"users" needs one of its commands:[\s\S]*plaza users add/],
+      [['--version', 'extra'], /--version takes no argument/],
+      [['users', 'add', 'gina', '--seller', '42', '--seller', '43'], /--seller is given twice/],
+      [['users', 'add', 'hana', '--seller', '-1'], /^plaza: Option '--seller' argument is ambiguous\.\n/],
       [['users', 'frob', '--help'], /Unknown command "users frob"/],
       [['migrate', '--hlep'], /Unknown option '--hlep'\./],
       [['migrate', 'now'], /Unexpected argument "now"/],
@@ -171,7 +177,7 @@ describe('plaza CLI (in-process)', () => {
     assert.equal(off.code, 0, off.stderr);
     assert.match(off.stdout, /Seller 77 is now inactive/);
     assert.match((await plaza(['sellers', 'list'])).stdout, /^77 +Seventy-seven +false/m);
-    assert.equal((await postRefresh(ctx, doraSession.refresh_token)).statusCode, 401);
+    assert.equal((await postRefresh(ctx, doraSession.refresh_token)).statusCode, 403);
     assert.equal((await login(dora)).statusCode, 403);
     // A marketplace user is bound by its marketplace, not by the seller it also names.
     const monaSession = await loginOk(ctx, mona);
@@ -181,7 +187,7 @@ describe('plaza CLI (in-process)', () => {
 
     assert.equal((await plaza(['marketplaces', 'deactivate', 'cli-mkt'])).code, 0);
     assert.match((await plaza(['marketplaces', 'list'])).stdout, /^cli-mkt +CLI market +false/m);
-    assert.equal((await postRefresh(ctx, monaSession.refresh_token)).statusCode, 401);
+    assert.equal((await postRefresh(ctx, monaSession.refresh_token)).statusCode, 403);
     assert.equal((await login(mona)).statusCode, 403);
     assert.equal((await plaza(['marketplaces', 'activate', 'cli-mkt'])).code, 0);
     await loginOk(ctx, mona);

@@ -48,11 +48,15 @@ function positionalCount(command: Command): number {
 function parse(command: Command, args: string[]): Input {
   let parsed;
   try {
-    parsed = parseArgs({ args, options: command.options ?? {}, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args, options: command.options ?? {}, allowPositionals: true, strict: true, tokens: true });
   } catch (error) {
-    // Node's own message goes on about `--` and positionals; its first sentence is the point.
-    throw new UsageError(`${(error as Error).message.split('. ')[0]}.`, true);
+    // Node's own message goes on about `--` and positionals (or over lines); its first sentence is the point.
+    throw new UsageError(`${(error as Error).message.split(/\.(?: |\n)/)[0]!.replace(/\.$/, '')}.`, true);
   }
+  // parseArgs keeps the last of an option given twice: `--seller 42 --seller 43` would act on 43 unsaid.
+  const given = (parsed.tokens ?? []).filter((token) => token.kind === 'option').map((token) => token.name);
+  const twice = given.find((name, i) => given.indexOf(name) !== i && !command.options?.[name]?.multiple);
+  if (twice) throw new UsageError(`--${twice} is given twice.`, true);
   if (parsed.positionals.length > positionalCount(command)) throw new UsageError(`Unexpected argument "${parsed.positionals[positionalCount(command)]}".`, true);
   return { positionals: parsed.positionals, values: parsed.values as Input['values'], args };
 }
@@ -71,11 +75,15 @@ const wantsHelp = (args: string[]) => {
  */
 export async function runCli(argv: string[], ctx: CliContext, commands: Command[] = COMMANDS): Promise<number> {
   const [first, ...others] = argv;
-  if (first === undefined || first === '--help' || first === '-h' || (first === 'help' && others.length === 0)) {
+  if (first === undefined || first === '--help' || first === '-h' || (first === 'help' && (others.length === 0 || (others.length === 1 && others[0] === 'help')))) {
     ctx.out(generalUsage(commands));
     return 0;
   }
   if (first === '--version' || first === '-v' || first === 'version') {
+    if (others.length > 0) {
+      ctx.err(`plaza: ${first} takes no argument.`);
+      return 2;
+    }
     ctx.out(packageVersion);
     return 0;
   }
@@ -91,6 +99,10 @@ export async function runCli(argv: string[], ctx: CliContext, commands: Command[
       if (group.length > 0 && groupHelp) {
         ctx.out(`Usage:\n${groupUsage}\n\nRun \`plaza help <command>\` for one command's usage.`);
         return 0;
+      }
+      if (group.length > 0 && named.length === 1) {
+        ctx.err(`plaza: "${named[0]}" needs one of its commands:\n\n${groupUsage}`);
+        return 2;
       }
       const hint = group.length > 0 ? `\n\n${groupUsage}` : `\n\n${generalUsage(commands)}`;
       ctx.err(`plaza: Unknown command "${named.slice(0, 2).join(' ')}".${hint}`);
