@@ -121,6 +121,32 @@ describe('a login or refresh racing a reset or deactivation leaves no live sessi
     assert.deepEqual(await liveTokens(user.id), []);
     assert.equal((await postRefresh(ctx, response.json().refresh_token)).statusCode, 401);
   });
+
+  test('a refresh under way when a logout, a revoke-all or the end of its session comes: the successor is revoked with the rest', async () => {
+    for (const end of ['logout', 'revoke-all', 'end the session']) {
+      const user = await seedUser(ctx.db);
+      const pair = await loginOk(ctx, user);
+      const other = await loginOk(ctx, user);
+      const sessionId = (await refreshTokensOf(ctx, user.id))[0]!.session_id;
+      // The refresh is held on its session's row, its successor written but not committed.
+      const held = await holdOpen(async (tx) => {
+        await tx.query(`SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE`, [sessionId]);
+      });
+      const refreshing = postRefresh(ctx, pair.refresh_token);
+      await untilWaiting(1, refreshing);
+      const ending =
+        end === 'end the session'
+          ? ctx.app.inject({ method: 'DELETE', url: `/api/v2/auth/sessions/${sessionId}`, headers: bearer(other.token) })
+          : ctx.app.inject({ method: 'POST', url: `/api/v2/auth/${end}`, headers: bearer(pair.token) });
+      await untilWaiting(2, Promise.race([refreshing, ending]));
+      held.release();
+      await held.done;
+      const [refreshed, ended] = await Promise.all([refreshing, ending]);
+      assert.equal(refreshed.statusCode, 200, `${end}: ${refreshed.body}`);
+      assert.equal(ended.statusCode, 204, `${end}: ${ended.body}`);
+      assert.equal((await postRefresh(ctx, refreshed.json().refresh_token)).statusCode, 401, `${end}: the successor still refreshes`);
+    }
+  });
 });
 
 describe('logins, refreshes, resets and deactivations all at once', () => {

@@ -45,19 +45,32 @@ export async function insertRefreshToken(
   );
 }
 
-// Namespace of the per-user advisory lock taken by refreshes (pg_advisory_xact_lock(int4, int4)).
-const REFRESH_LOCK_NAMESPACE = 72_001;
+// Namespace of the per-user advisory lock of sessions (pg_advisory_xact_lock(int4, int4)).
+const SESSIONS_LOCK_NAMESPACE = 72_001;
 
 /**
- * The token row (with its user), locked until the transaction ends. Refreshes of one user queue
- * on a per-user advisory lock first: a reuse sweep then sees every successor that a concurrent
- * rotation of another of the user's tokens created, instead of missing one that commits mid-sweep.
+ * Makes the transactions that rotate or end a user's refresh tokens take turns, until this one
+ * ends: a refresh, a logout, a revoke-all, ending one session. Each then runs its statements after
+ * the previous one committed and sees what it made: a revocation's snapshot taken while a refresh
+ * was committing missed the successor, which lived on in a revoked session (and the two could
+ * deadlock, each updating the token and the session in the other's order). Taken before any row
+ * lock. The writers that change the user's row (a password reset, a deactivation) do not take it:
+ * they meet a refresh on that row instead (account-lock.ts).
+ */
+export async function lockSessionsOf(tx: Queryable, userId: number): Promise<void> {
+  await tx.query(`SELECT pg_advisory_xact_lock($1, $2)`, [SESSIONS_LOCK_NAMESPACE, userId]);
+}
+
+/**
+ * The token row (with its user), locked until the transaction ends, after the user's sessions lock
+ * (lockSessionsOf): a reuse sweep then also sees every successor that a concurrent rotation of
+ * another of the user's tokens created, instead of missing one that commits mid-sweep.
  */
 export async function lockRefreshToken(tx: Queryable, hash: Buffer): Promise<LockedRefreshToken | undefined> {
   const owner = await tx.query<{ user_id: number }>(`SELECT user_id FROM refresh_tokens WHERE token_hash = $1`, [hash]);
   if (owner.rows.length === 0) return undefined;
   const userId = owner.rows[0]!.user_id;
-  await tx.query(`SELECT pg_advisory_xact_lock($1, $2)`, [REFRESH_LOCK_NAMESPACE, userId]);
+  await lockSessionsOf(tx, userId);
   // Before the token: a reset or deactivation racing this refresh either is seen here or revokes
   // the successor (account-lock.ts).
   const account = await lockAccount(tx, userId);
