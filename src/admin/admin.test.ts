@@ -20,6 +20,24 @@ describe('administration over HTTP', () => {
   const call = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: Record<string, unknown>, headers = admin) =>
     ctx.app.inject({ method, url, headers, ...(payload ? { payload } : {}) });
 
+  test('a seller that events or webhooks still name is not deleted (409): a seller made again with its id would take them over', async () => {
+    await seedConnection(ctx.db, 620, 'SELLEV');
+    const { id } = ((await call('GET', '/api/v2/admin/connections?seller_id=620')).json() as { id: number }[])[0]!;
+    const accepted = await call('POST', '/v1/SELLEV/events', { topic: 'order/create', event_id: 'kept-620', seller_id: 620, entity_id: 'ORD-620', order: order('ORD-620'), author: 'system' });
+    assert.equal(accepted.statusCode, 202, accepted.body);
+    assert.equal((await call('DELETE', `/api/v2/admin/connections/${id}`)).statusCode, 204);
+    const refused = await call('DELETE', '/api/v2/admin/sellers/620');
+    assert.equal(refused.statusCode, 409, refused.body);
+    assert.match(refused.json().detail, /Seller 620 is still in use \(events\)/);
+    await ctx.db.query(`DELETE FROM events WHERE seller_id = 620`);
+    // An admin's webhook restricted to the seller names it too (no connection needed for it).
+    const hook = await call('POST', '/v1/SELLEV/webhooks', { code: 'for-620', name: 'x', topic: 'order/create', callback_url: 'https://example.com/hook', seller_id: '620' });
+    assert.equal(hook.statusCode, 201, hook.body);
+    assert.match((await call('DELETE', '/api/v2/admin/sellers/620')).json().detail, /still in use \(webhooks\)/);
+    assert.equal((await call('DELETE', '/v1/SELLEV/webhooks/for-620')).statusCode, 204);
+    assert.equal((await call('DELETE', '/api/v2/admin/sellers/620')).statusCode, 204);
+  });
+
   test("a connection that webhooks depend on is not deleted (409): the seller's own there, the marketplace's for that seller", async () => {
     await seedConnection(ctx.db, 610, 'CONNWH');
     const { id } = ((await call('GET', '/api/v2/admin/connections?seller_id=610')).json() as { id: number }[])[0]!;
