@@ -104,6 +104,20 @@ export function isTransientConflict(error: unknown): boolean {
 }
 
 /**
+ * Runs `work` (a whole transaction) again when it lost such a race, up to `attempts` times in all;
+ * the last loss is thrown. For work whose transaction does nothing outside the database.
+ */
+export async function retryTransientConflicts<T>(work: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      if (!isTransientConflict(error) || attempt >= attempts) throw error;
+    }
+  }
+}
+
+/**
  * The statement ran past DATABASE_STATEMENT_TIMEOUT_MS (57014), typically waiting for a lock that a
  * migration or a long maintenance statement holds: transient, the API answers 503 with Retry-After.
  */

@@ -1,4 +1,4 @@
-import { isTransientConflict, type Database } from '../db/database.js';
+import { retryTransientConflicts, type Database } from '../db/database.js';
 import type { Clock } from '../clock.js';
 import { completeAttempts, type AttemptRecord, type CompletionOptions, type CompletionResult } from './complete.js';
 import { clockOffsetMs } from './database-clock.js';
@@ -60,13 +60,7 @@ export class CompletionBatcher {
   }
 
   /** A batch that lost a deadlock or serialization race was rolled back whole: it runs again. */
-  private async write(records: AttemptRecord[]): Promise<CompletionResult> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await completeAttempts(this.db, records, { ...this.options, clockOffsetMs: clockOffsetMs(this.clock) });
-      } catch (error) {
-        if (!isTransientConflict(error) || attempt >= 3) throw error;
-      }
-    }
+  private write(records: AttemptRecord[]): Promise<CompletionResult> {
+    return retryTransientConflicts(() => completeAttempts(this.db, records, { ...this.options, clockOffsetMs: clockOffsetMs(this.clock) }));
   }
 }

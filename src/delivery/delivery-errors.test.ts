@@ -71,6 +71,43 @@ describe('delivery errors and automatic disables as the API shows them', () => {
     assert.equal(shown.updated_at, ctx.clock.now().toISOString());
   });
 
+  test('a retry or a replay meeting a delivery that moves to the other partition meanwhile answers as after the move, not 503', async () => {
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
+    const url = `/v1/${webhook.marketplaceCode}/webhooks/${webhook.code}`;
+    const cases = [
+      // A pending delivery whose attempt is recorded (queue → at rest) as a retry comes: then retried.
+      { before: 'pending', after: 'succeeded', request: (id: number) => ({ url: `${url}/deliveries/${id}/retry`, payload: undefined }), status: 202 },
+      // A failed one that is retried (at rest → queue) as a replay of failed ones comes: then not matched.
+      { before: 'failed', after: 'pending', request: () => ({ url: `${url}/replay`, payload: { status: ['failed'] } }), status: 202 },
+    ];
+    for (const { before, after, request, status } of cases) {
+      const delivery = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
+      await ctx.db.query(`UPDATE deliveries SET status = $2 WHERE id = $1`, [delivery.id, before]);
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      let moved!: () => void;
+      const movedNow = new Promise<void>((resolve) => (moved = resolve));
+      const move = ctx.db.transaction(async (tx) => {
+        await tx.query(`UPDATE deliveries SET status = $2 WHERE id = $1`, [delivery.id, after]);
+        moved();
+        await gate;
+      });
+      await movedNow;
+      const { url: path, payload } = request(delivery.id);
+      const answer = ctx.app.inject({ method: 'POST', url: path, headers: await auth(), ...(payload ? { payload } : {}) });
+      // Until the request waits for the moving row's lock.
+      for (let i = 0; i < 500; i++) {
+        const { rows } = await ctx.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted AND a.datname = current_database()`);
+        if (rows[0]!.n > 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      release();
+      await move;
+      const response = await answer;
+      assert.equal(response.statusCode, status, `${before} → ${after}: ${response.body}`);
+    }
+  });
+
   test('a PATCH disable is the code disabled_by_user; re-enabling clears both fields', async () => {
     const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
     const url = `/v1/${webhook.marketplaceCode}/webhooks/${webhook.code}`;

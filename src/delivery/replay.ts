@@ -1,4 +1,4 @@
-import type { Database } from '../db/database.js';
+import { retryTransientConflicts, type Database } from '../db/database.js';
 import { AppError } from '../http/errors.js';
 import { notifyDeliveryWorkers, requeueDelivery, type RetryOutcome } from './deliveries.repository.js';
 import type { Clock } from '../clock.js';
@@ -32,7 +32,9 @@ export interface ReplayOutcome {
  * other tenants in between. A dry run answers the count and changes nothing.
  */
 export async function replayDeliveries(db: Database, match: DeliveryMatch & { statuses: readonly ReplayableStatus[] }, options: ReplayOptions): Promise<ReplayOutcome> {
-  return db.transaction(async (tx) => {
+  // A delivery whose attempt is being recorded meanwhile moves to another partition of deliveries,
+  // and its row lock then fails with a serialization error (40001): the replay runs again, after it.
+  return retryTransientConflicts(() => db.transaction(async (tx) => {
     const countParams: unknown[] = [];
     const { rows } = await tx.query<{ count: number }>(
       `SELECT count(*)::int AS count FROM deliveries d JOIN events e ON e.id = d.event_id WHERE ${deliveryConditions(match, countParams).join(' AND ')}`,
@@ -71,14 +73,17 @@ export async function replayDeliveries(db: Database, match: DeliveryMatch & { st
     const count = replayed[0]!.count;
     if (count > 0) await notifyDeliveryWorkers(tx);
     return { matched, replayed: count };
-  });
+  }));
 }
 
 /** Sends one delivery again now and wakes the workers (on commit); 'delivering' while a worker holds it. */
 export function retryDelivery(db: Database, webhookId: number, deliveryId: number, clock: Clock): Promise<RetryOutcome> {
-  return db.transaction(async (tx) => {
-    const result = await requeueDelivery(tx, webhookId, deliveryId, clockOffsetMs(clock));
-    if (result === 'queued') await notifyDeliveryWorkers(tx);
-    return result;
-  });
+  // As for a replay: a delivery changing partition under its row lock is a 40001; then it runs again.
+  return retryTransientConflicts(() =>
+    db.transaction(async (tx) => {
+      const result = await requeueDelivery(tx, webhookId, deliveryId, clockOffsetMs(clock));
+      if (result === 'queued') await notifyDeliveryWorkers(tx);
+      return result;
+    }),
+  );
 }
