@@ -171,6 +171,15 @@ describe('webhook callback_url', () => {
       assert.ok(text.length <= 2048 && url.username === '' && url.password === '' && !text.includes('#'));
       // eslint-disable-next-line no-control-regex
       assert.ok(!/[\u0000-\u0020\u007f]/.test(text));
+      // The host it goes to is written right after the scheme's //.
+      assert.ok(/^[^/\\]/.test(text.slice(url.protocol.length + 2)) && text.slice(url.protocol.length, url.protocol.length + 2) === '//', text);
     }), RUNS);
+  });
+  test('the host is written where it is read: http:///x, https:example.com and back slashes are refused', () => {
+    for (const text of ['http:///x', 'https:example.com', 'http:\\\\example.com\\x', 'http:/example.com/', 'https://\\example.com/']) {
+      const checked = checkCallbackUrl(text, none);
+      assert.equal(checked.ok, false, text);
+    }
+    assert.equal(checkCallbackUrl('HTTPS://Example.com:8443/hooks?a=1', none).ok, true);
   });
 });

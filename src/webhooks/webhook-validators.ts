@@ -89,7 +89,9 @@ export function checkCallbackUrl(text: string, allowed: readonly Network[]): Che
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return fail('must use http or https');
   if (url.username !== '' || url.password !== '' || /^[a-z]+:\/\/[^/?#]*@/i.test(text)) return fail('must not contain user credentials');
   if (text.includes('#')) return fail('must not contain a fragment');
-  if (url.hostname === '') return fail('must name a host');
+  // The parser reads a host into `http:///x`, `https:example.com` or `http:\\host` too: the URL a
+  // tenant sees would not say where notifications go. The host comes right after `//`.
+  if (url.hostname === '' || !/^https?:\/\/[^/\\]/i.test(text)) return fail('must name a host: http(s)://host/…');
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
   const range = addressRange(host);
   if (range !== 'invalid' && !isAddressAllowed(host, allowed)) return fail(`must not point to a ${range} address (${host})`);
