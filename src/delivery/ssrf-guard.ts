@@ -45,6 +45,11 @@ export interface GuardedAgentOptions {
   connectTimeoutMs: number;
   /** Longest wait for response headers and between body chunks. */
   responseTimeoutMs: number;
+  /**
+   * Sockets per receiver origin at most; null: as many as the sends need, for a caller whose own
+   * limits bound its sends (the worker's caps).
+   */
+  connectionsPerOrigin: number | null;
   resolve?: Resolve;
 }
 
@@ -67,10 +72,6 @@ export function createGuardedAgent(options: GuardedAgentOptions): Agent {
     headersTimeout: options.responseTimeoutMs,
     bodyTimeout: options.responseTimeoutMs,
     keepAliveTimeout: 4000,
-    // One pool per origin, with as many sockets as the sends need: the worker's caps (per webhook,
-    // per tenant, DELIVERY_CONCURRENCY) bound them. A cap here was shared by every webhook and
-    // tenant on one receiver host: 50 hanging requests of one tenant made another's notification
-    // to the same host wait in the client for their timeout, and that wait counted as its own.
-    connections: null,
+    connections: options.connectionsPerOrigin,
   });
 }

@@ -2,8 +2,9 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyBaseLogger } from 'fastify';
 import { Type, type Static } from 'typebox';
-import type { Dispatcher } from 'undici';
+import type { Agent, Dispatcher } from 'undici';
 import type { WebhookRow } from '../webhooks/webhook-access.js';
+import type { Config } from '../config.js';
 import type { FeatureDeps } from '../deps.js';
 import { authenticate, principalOf } from '../auth/authenticate.js';
 import { problemResponses } from '../http/openapi.js';
@@ -32,11 +33,7 @@ const TestResult = Type.Object({
  */
 export const testNotificationRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {
   const { db, config } = deps;
-  const agent = createGuardedAgent({
-    allowed: parseNetworks(config.WEBHOOK_ALLOWED_NETWORKS),
-    connectTimeoutMs: config.DELIVERY_CONNECT_TIMEOUT_MS,
-    responseTimeoutMs: config.DELIVERY_TIMEOUT_MS,
-  });
+  const agent = createTestAgent(config);
   app.addHook('onClose', async () => agent.close());
 
   app.post(
@@ -61,6 +58,21 @@ export const testNotificationRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = as
     },
   );
 };
+
+/**
+ * The HTTP client of test notifications (the API's and the portal's): the SSRF guard and timeouts of
+ * deliveries, and at most DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK sockets per receiver origin. Test sends
+ * do not go through the worker, whose caps bound the deliveries' sockets: without this bound, tests
+ * sent in parallel to a receiver that holds them open each kept one socket to it.
+ */
+export function createTestAgent(config: Config): Agent {
+  return createGuardedAgent({
+    allowed: parseNetworks(config.WEBHOOK_ALLOWED_NETWORKS),
+    connectTimeoutMs: config.DELIVERY_CONNECT_TIMEOUT_MS,
+    responseTimeoutMs: config.DELIVERY_TIMEOUT_MS,
+    connectionsPerOrigin: config.DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK,
+  });
+}
 
 export type TestResult = Static<typeof TestResult>;
 

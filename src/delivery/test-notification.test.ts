@@ -74,3 +74,29 @@ describe('POST /v1/{mkt}/webhooks/{code}/test', () => {
     assert.equal(receiver.requests.length, before);
   });
 });
+
+describe('test notifications in parallel to a receiver that holds them', () => {
+  let ctx: TestContext;
+  let receiver: Receiver;
+  before(async () => {
+    // The API's rate limit off: what bounds the sockets here is the test agent's own cap.
+    ctx = await createTestApp({ DELIVERY_TIMEOUT_MS: '1500', DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK: '2', TENANT_TESTS_PER_MINUTE: '0' });
+    receiver = await Receiver.start();
+    receiver.hangAll();
+  });
+  after(async () => {
+    await receiver.close();
+    await ctx.close();
+  });
+
+  test('hold at most DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK sockets to its origin (they do not go through the worker and its caps)', async () => {
+    const token = bearer(await accessTokenFor(ctx, await seedUser(ctx.db, { role: 'admin' })));
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
+    const sent = Array.from({ length: 6 }, () => ctx.app.inject({ method: 'POST', url: `/v1/${webhook.marketplaceCode}/webhooks/${webhook.code}/test`, headers: token }));
+    await receiver.waitFor(2);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal(receiver.requests.length, 2, 'requests reached the receiver at once');
+    const results = (await Promise.all(sent)).map((response) => response.json<{ success: boolean; error: string }>());
+    assert.ok(results.every((result) => !result.success && /timeout/.test(result.error)), JSON.stringify(results));
+  });
+});

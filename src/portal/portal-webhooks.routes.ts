@@ -2,11 +2,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { countHeldByWebhook, countHeldDeliveries } from '../delivery/deliveries.repository.js';
-import { createGuardedAgent } from '../delivery/ssrf-guard.js';
-import { sendTestNotification } from '../delivery/test-notification.routes.js';
+import { createTestAgent, sendTestNotification } from '../delivery/test-notification.routes.js';
 import { AppError } from '../http/errors.js';
 import { MarketplaceParams, WebhookParams } from '../http/path-params.js';
-import { parseNetworks } from '../net/address-policy.js';
 import { assertMarketplaceAccess, tenantOf } from '../webhooks/webhook-access.js';
 import { STATUS_TOPIC_PREFIX } from '../webhooks/webhook-validators.js';
 import { listWebhooks } from '../webhooks/webhooks.repository.js';
@@ -61,11 +59,7 @@ const headerLines = (headers: Record<string, string>) => Object.entries(headers)
 export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async (app, deps) => {
   const { db, clock, requireSession } = deps;
   const settings = webhookSettings(deps);
-  const agent = createGuardedAgent({
-    allowed: parseNetworks(deps.config.WEBHOOK_ALLOWED_NETWORKS),
-    connectTimeoutMs: deps.config.DELIVERY_CONNECT_TIMEOUT_MS,
-    responseTimeoutMs: deps.config.DELIVERY_TIMEOUT_MS,
-  });
+  const agent = createTestAgent(deps.config);
   app.addHook('onClose', async () => agent.close());
   const hooks = '/portal/:marketplace_code/webhooks';
   const one = `${hooks}/:code`;
@@ -164,8 +158,16 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
   app.post(`${one}/test`, { schema: { ...hide, params: WebhookParams, body: CsrfForm }, preHandler: requireSession }, async (request, reply) => {
     const session = sessionOf(request);
     const webhook = await load(session, request.params);
-    const result = await sendTestNotification(deps, agent, webhook);
-    return sendPage(reply, webhookDetailPage(pageContext(session, webhook.marketplace_code), webhook, await countHeldDeliveries(db, webhook.id), testNotice(result)));
+    const page = async (notice: ReturnType<typeof testNotice>) =>
+      webhookDetailPage(pageContext(session, webhook.marketplace_code), webhook, await countHeldDeliveries(db, webhook.id), notice);
+    // The API's limit on test notifications (TENANT_TESTS_PER_MINUTE), for the same tenant.
+    try {
+      deps.tenantRateLimits.take(session.principal, 'test');
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      return sendPage(reply.headers(error.options.headers ?? {}), await page({ kind: 'error', text: error.detail }), error.status);
+    }
+    return sendPage(reply, await page(testNotice(await sendTestNotification(deps, agent, webhook))));
   });
 
   for (const [action, active] of [['pause', false], ['resume', true]] as const) {

@@ -89,6 +89,23 @@ describe('portal sessions, links and page security', () => {
     assert.equal((await create({ origin, 'sec-fetch-site': 'same-origin' }, csrf)).statusCode, 201);
   });
 
+  test('test notifications from the portal count towards the API\'s limit of the tenant (TENANT_TESTS_PER_MINUTE)', async () => {
+    const cookie = await signIn();
+    const csrf = await csrfOf(cookie);
+    const post = (url: string, fields: Record<string, string>) =>
+      ctx.app.inject({ method: 'POST', url, headers: { ...FORM, host, cookie, origin }, payload: new URLSearchParams({ _csrf: csrf, ...fields }).toString() });
+    const created = await post('/portal/MKT/webhooks/new', { code: 'tested', name: 'n', topic: 'order/create', callback_url: 'http://127.0.0.1:9/closed' });
+    assert.equal(created.statusCode, 201, created.body);
+    const statuses: number[] = [];
+    for (let i = 0; i <= ctx.config.TENANT_TESTS_PER_MINUTE; i++) statuses.push((await post('/portal/MKT/webhooks/tested/test', {})).statusCode);
+    assert.deepEqual(statuses, [...Array(ctx.config.TENANT_TESTS_PER_MINUTE).fill(200), 429]);
+    const refused = await post('/portal/MKT/webhooks/tested/test', {});
+    assert.match(refused.body, /Too many test requests for this tenant/);
+    assert.ok(Number(refused.headers['retry-after']) > 0);
+    // The same tenant's budget as the API's.
+    assert.equal((await ctx.app.inject({ method: 'POST', url: '/v1/MKT/webhooks/tested/test', headers: { ...bearer(await accessTokenFor(ctx, seller)), host } })).statusCode, 429);
+  });
+
   test('revoke-all on the API ends the portal session too', async () => {
     const cookie = await signIn();
     const { rows } = await ctx.db.query<{ auth_session_id: string }>(`SELECT auth_session_id FROM portal_sessions WHERE auth_session_id IS NOT NULL LIMIT 1`);
