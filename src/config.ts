@@ -45,7 +45,7 @@ export const ConfigSchema = Type.Object({
     '',
     'Who may name the client in X-Forwarded-For: a comma-separated list of the reverse proxies\' addresses or CIDR ranges (e.g. 10.0.0.0/8), trusted only when the request comes from them; or a hop count 1–10 (weaker: a client that reaches Plaza directly chooses its address). Empty or 0: the socket address only.',
   ),
-  BODY_LIMIT_BYTES: Integer(1_048_576, 'Largest event body (POST /v1/{marketplace_code}/events); larger bodies get 413. Login, refresh and password change accept 16 KiB, other routes 64 KiB (never more than this).', 1024),
+  BODY_LIMIT_BYTES: Integer(1_048_576, 'Largest event body (POST /v1/{marketplace_code}/events); larger bodies get 413. Login, refresh and password change accept 32 KiB, other routes 64 KiB (never more than this).', 1024),
   METRICS_HOST: Text('127.0.0.1', 'Interface of the operations listener (/metrics, /healthz, /readyz). Loopback by default: metrics need no token, so expose them only to monitoring.'),
   METRICS_PORT: Integer(9464, 'TCP port of the operations listener, in every role (a worker has no other HTTP port). 0 picks a free port (logged at start).', 0, 65535),
   METRICS_QUEUE_INTERVAL_SECONDS: Integer(15, 'How often the delivery queue gauges are measured (a scrape never queries the database).', 1, 3600),

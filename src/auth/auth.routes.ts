@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { FeatureDeps } from '../deps.js';
-import { CREDENTIALS_BODY_LIMIT_BYTES } from '../http/body-limits.js';
+import { credentialsBodyLimit } from '../http/body-limits.js';
 import { problemResponses } from '../http/openapi.js';
 import { authenticate, userPrincipalOf } from './authenticate.js';
 import { createLoginGuards, login } from './login.service.js';
@@ -46,7 +46,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
   app.post(
     '/api/v2/auth/login',
     {
-      bodyLimit: CREDENTIALS_BODY_LIMIT_BYTES,
+      bodyLimit: credentialsBodyLimit(deps.config),
       schema: {
         operationId: 'login',
         tags: ['auth'],
@@ -65,7 +65,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
   app.post(
     '/api/v2/auth/refresh',
     {
-      bodyLimit: CREDENTIALS_BODY_LIMIT_BYTES,
+      bodyLimit: credentialsBodyLimit(deps.config),
       schema: {
         operationId: 'refreshTokens',
         tags: ['auth'],
@@ -123,7 +123,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
     {
       // Authenticated before the body is read; the body is two passwords.
       onRequest: requireUser,
-      bodyLimit: CREDENTIALS_BODY_LIMIT_BYTES,
+      bodyLimit: credentialsBodyLimit(deps.config),
       schema: {
         tags: ['auth'],
         operationId: 'changePassword',

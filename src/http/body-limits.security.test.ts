@@ -90,24 +90,35 @@ describe('body limits per route', () => {
   const post = (url: string, payload: unknown, headers: Record<string, string> = {}) =>
     ctx.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json', ...headers }, payload: JSON.stringify(payload) });
 
-  test('login, refresh and password change: over 16 KiB is 413, a body that fits is read', async () => {
-    assert.equal((await post('/api/v2/auth/login', { username: 'u', password: 'p'.repeat(17 * 1024) })).statusCode, 413);
-    assert.equal((await post('/api/v2/auth/refresh', { refresh_token: 't'.repeat(17 * 1024) })).statusCode, 413);
+  test('login, refresh and password change: over 32 KiB is 413, a body that fits is read', async () => {
+    assert.equal((await post('/api/v2/auth/login', { username: 'u', password: 'p'.repeat(33 * 1024) })).statusCode, 413);
+    assert.equal((await post('/api/v2/auth/refresh', { refresh_token: 't'.repeat(33 * 1024) })).statusCode, 413);
     // 3 KiB fits the limit: the validation answers (the password is over its 1024 characters).
     const fits = await post('/api/v2/auth/login', { username: 'u', password: 'p'.repeat(3 * 1024) });
     assert.equal(fits.statusCode, 400);
     assert.equal(fits.json().code, 'validation_failed');
   });
 
+  test('BODY_LIMIT_BYTES below those limits lowers them too, login and password change included', async () => {
+    const small = await createTestApp({ BODY_LIMIT_BYTES: '1024' });
+    try {
+      const login = await small.app.inject({ method: 'POST', url: '/api/v2/auth/login', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ username: 'u', password: 'p'.repeat(2048) }) });
+      assert.equal(login.statusCode, 413);
+    } finally {
+      await small.close();
+    }
+  });
+
   test('the longest valid passwords are read when a client escapes every non-ASCII character (6 bytes each)', async () => {
     const escaped = (payload: unknown) => JSON.stringify(payload).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
     const send = (url: string, payload: unknown, headers: Record<string, string> = {}) =>
       ctx.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json', ...headers }, payload: escaped(payload) });
-    const user = await seedUser(ctx.db, { password: '密'.repeat(1024) });
-    assert.ok(escaped({ password: user.password }).length > 6 * 1024, 'the body is over the former 4 KiB limit');
+    // An emoji is two UTF-16 units, escaped as two \uXXXX: 12 bytes a character, 24 KiB for two passwords.
+    const user = await seedUser(ctx.db, { password: '😀'.repeat(1024) });
+    assert.ok(escaped({ current_password: user.password, new_password: user.password }).length > 24 * 1024, 'two passwords take over 24 KiB');
     const login = await send('/api/v2/auth/login', { username: user.username, password: user.password });
     assert.equal(login.statusCode, 200, login.body);
-    const change = await send('/api/v2/auth/password', { current_password: user.password, new_password: 'é'.repeat(1024) }, { authorization: `Bearer ${login.json().token}` });
+    const change = await send('/api/v2/auth/password', { current_password: user.password, new_password: '😁'.repeat(1024) }, { authorization: `Bearer ${login.json().token}` });
     assert.equal(change.statusCode, 204, change.body);
   });
 

@@ -8,10 +8,11 @@ import type { Config } from '../config.js';
 
 /**
  * Login, refresh and password change: their longest valid body, a user name (≤ 200 characters)
- * and a password (≤ 1024), or two passwords, fits even with every character written as a JSON
- * `\uXXXX` escape (6 bytes each: 12 KiB for two passwords), as some clients send non-ASCII text.
+ * and a password (≤ 1024), or two passwords, fits even with every character written as JSON
+ * escapes, as some clients send non-ASCII text: a character outside the Basic Multilingual Plane
+ * (an emoji) is two `\uXXXX`, 12 bytes, so two passwords take 24 KiB. Never above BODY_LIMIT_BYTES.
  */
-export const CREDENTIALS_BODY_LIMIT_BYTES = 16 * 1024;
+export const credentialsBodyLimit = (config: Config): number => Math.min(32 * 1024, config.BODY_LIMIT_BYTES);
 
 /**
  * Every other route but event intake (webhook definitions: ≤ 8 KiB of headers, a URL, a name;
