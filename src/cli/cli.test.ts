@@ -52,6 +52,7 @@ describe('plaza CLI (in-process)', () => {
       }
     }
     assert.equal((await runInProcess(['--version'])).stdout.trim(), packageVersion);
+    assert.equal((await runInProcess(['version', '--help'])).code, 0);
     const helpOfHelp = await runInProcess(['help', 'help']);
     assert.equal(helpOfHelp.code, 0);
     assert.match(helpOfHelp.stdout, /help <command> +Show the usage of a command/);
@@ -64,7 +65,7 @@ describe('plaza CLI (in-process)', () => {
       [['users'], /"users" needs one of its commands:[\s\S]*plaza users add/],
       [['--version', 'extra'], /--version takes no argument/],
       [['users', 'add', 'gina', '--seller', '42', '--seller', '43'], /--seller is given twice/],
-      [['users', 'add', 'hana', '--seller', '-1'], /^plaza: Option '--seller' argument is ambiguous\.\n/],
+      [['users', 'add', 'hana', '--seller', '-1'], /^plaza: Option '--seller' argument is ambiguous\. A value that starts with a dash is written --seller=<value>\.\n/],
       [['users', 'frob', '--help'], /Unknown command "users frob"/],
       [['migrate', '--hlep'], /Unknown option '--hlep'\./],
       [['migrate', 'now'], /Unexpected argument "now"/],

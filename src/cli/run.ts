@@ -50,8 +50,12 @@ function parse(command: Command, args: string[]): Input {
   try {
     parsed = parseArgs({ args, options: command.options ?? {}, allowPositionals: true, strict: true, tokens: true });
   } catch (error) {
-    // Node's own message goes on about `--` and positionals (or over lines); its first sentence is the point.
-    throw new UsageError(`${(error as Error).message.split(/\.(?: |\n)/)[0]!.replace(/\.$/, '')}.`, true);
+    // Node's own message goes on about `--` and positionals (or over lines); its first sentence is
+    // the point, and for a value starting with a dash, how to write it.
+    const message = (error as Error).message;
+    const first = `${message.split(/\.(?: |\n)/)[0]!.replace(/\.$/, '')}.`;
+    const ambiguous = /^Option '(--[\w-]+)[^']*' argument is ambiguous/.exec(message);
+    throw new UsageError(ambiguous ? `${first} A value that starts with a dash is written ${ambiguous[1]}=<value>.` : first, true);
   }
   // parseArgs keeps the last of an option given twice: `--seller 42 --seller 43` would act on 43 unsaid.
   const given = (parsed.tokens ?? []).filter((token) => token.kind === 'option').map((token) => token.name);
@@ -80,6 +84,10 @@ export async function runCli(argv: string[], ctx: CliContext, commands: Command[
     return 0;
   }
   if (first === '--version' || first === '-v' || first === 'version') {
+    if (others.length === 1 && isHelpFlag(others[0]!)) {
+      ctx.out('Usage: plaza --version\n\nPrints the version.');
+      return 0;
+    }
     if (others.length > 0) {
       ctx.err(`plaza: ${first} takes no argument.`);
       return 2;
