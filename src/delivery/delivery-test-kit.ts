@@ -75,7 +75,7 @@ export class Receiver {
 
   /** From now on no request gets an answer until close() (a receiver that holds every request). */
   hangAll(): void {
-    this.fallback = (_request, response) => this.hanging.add(response);
+    this.hangPaths('/');
   }
 
   /** From now on requests to paths starting with `prefix` get no answer until close(); the rest 200. */
