@@ -60,6 +60,8 @@ describe('POST /api/v2/auth/login', () => {
     const response = await postLogin(ctx, { username: user.username, password: 'wrong password' });
     assert.equal(response.statusCode, 401);
     assert.equal(response.json().code, 'invalid_credentials');
+    // As the OpenAPI document says: no Bearer challenge where the credentials come in the body.
+    assert.equal(response.headers['www-authenticate'], undefined);
   });
 
   test('an unknown user is 401 invalid_credentials', async () => {

@@ -67,12 +67,14 @@ interface RouteSchema {
  * and a JSON body that does not parse), and 408 and 431 (headers too slow or too large: the HTTP
  * parser's refusals, before any route, writeClientProblem); 414 on routes with path parameters; 503 (database
  * unreachable, with Retry-After) on every route but /healthz; 413 and 415 on routes that can get a
- * body; Retry-After on 429 and 503, WWW-Authenticate on 401. Throws at start when a route has no
+ * body; Retry-After on 429 and 503, WWW-Authenticate on 401 where the operation takes a bearer credential
+ * (login and refresh take theirs in the body: their 401 carries no challenge). Throws at start when a route has no
  * operationId: generated clients name their methods after it.
  */
 export function completeOperation(schema: RouteSchema, url: string, method: string): RouteSchema {
   if (schema.hide) return schema;
   if (!schema.operationId) throw new Error(`Route ${url} has no operationId in its schema.`);
+  const bearer = Array.isArray(schema.security) && schema.security.length > 0;
   // Every route checks its query and path values (input-guard.ts), and a body when one comes.
   const extra: number[] = [400, 408, 431];
   // A path segment longer than Fastify's maxParamLength (problem.ts, uri_too_long).
@@ -85,7 +87,7 @@ export function completeOperation(schema: RouteSchema, url: string, method: stri
   for (const [status, response] of Object.entries(responses)) {
     const headers: Record<string, unknown> = { 'X-Request-Id': HEADERS['X-Request-Id'], ...(response.headers as object | undefined) };
     if (status === '429' || status === '503') headers['Retry-After'] = HEADERS['Retry-After'];
-    if (status === '401') headers['WWW-Authenticate'] = HEADERS['WWW-Authenticate'];
+    if (status === '401' && bearer) headers['WWW-Authenticate'] = HEADERS['WWW-Authenticate'];
     responses[status] = { ...response, headers };
   }
   return { ...schema, response: responses };
