@@ -6,7 +6,7 @@ import { AppError, invalidField, notFound } from '../http/errors.js';
 import { problemResponses, responseHeaders } from '../http/openapi.js';
 import { loadWebhookForPrincipal } from '../webhooks/webhook-access.js';
 import { findDelivery, findEventDeliveries, listAttempts, listDeliveries } from './deliveries.repository.js';
-import { replayDeliveries, retryDelivery } from './replay.js';
+import { replayDeliveries, RETRY_REFUSED, retryDelivery } from './replay.js';
 import { assertMarketplaceAccess, tenantOf } from '../webhooks/webhook-access.js';
 import { decodeCursor, encodeCursor } from './delivery-cursor.js';
 import {
@@ -116,8 +116,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
       const webhook = await webhookOf(request, request.params);
       const outcome = await retryDelivery(db, webhook.id, request.params.id, clock);
       if (outcome === 'not_found') throw notFound(DELIVERY_NOT_FOUND);
-      if (outcome === 'delivering') throw new AppError('conflict', 'The delivery is being sent right now; retry once this attempt has finished.');
-      if (outcome === 'held') throw new AppError('conflict', 'The delivery is held while its webhook is paused; resuming the webhook sends it.');
+      if (outcome !== 'queued') throw new AppError('conflict', RETRY_REFUSED[outcome]);
       const delivery = await findDelivery(db, webhook.id, request.params.id);
       if (!delivery) throw notFound(DELIVERY_NOT_FOUND);
       return reply.code(202).send(deliveryItem(delivery));

@@ -76,6 +76,12 @@ export async function replayDeliveries(db: Database, match: DeliveryMatch & { st
   }));
 }
 
+/** Why a retry is refused, in the API's 409 and on the portal's page. */
+export const RETRY_REFUSED: Record<Exclude<RetryOutcome, 'queued' | 'not_found'>, string> = {
+  delivering: 'The delivery is being sent right now; retry once this attempt has finished.',
+  held: 'The delivery is held while its webhook is paused; resuming the webhook sends it.',
+};
+
 /** Sends one delivery again now and wakes the workers (on commit); 'delivering' while a worker holds it. */
 export function retryDelivery(db: Database, webhookId: number, deliveryId: number, clock: Clock): Promise<RetryOutcome> {
   // As for a replay: a delivery changing partition under its row lock is a 40001; then it runs again.

@@ -2,12 +2,12 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { DELIVERY_STATUSES, findDelivery, listAttempts, listDeliveries, type DeliveryStatus } from '../delivery/deliveries.repository.js';
 import { decodeCursor, encodeCursor } from '../delivery/delivery-cursor.js';
-import { REPLAYABLE_STATUSES, replayDeliveries, retryDelivery, type ReplayableStatus } from '../delivery/replay.js';
+import { REPLAYABLE_STATUSES, replayDeliveries, RETRY_REFUSED, retryDelivery, type ReplayableStatus } from '../delivery/replay.js';
 import { EVENT_TOPICS } from '../events/event-schema.js';
 import { AppError, notFound } from '../http/errors.js';
 import { MarketplaceParams, WebhookParams } from '../http/path-params.js';
 import type { PortalSession } from './portal-sessions.js';
-import { assertInScope, loadScopedWebhook, sendPage, sessionOf, type PortalDeps } from './portal.routes.js';
+import { assertInScope, loadScopedWebhook, refusedByTenantLimit, sendPage, sendRefusal, sessionOf, type PortalDeps } from './portal.routes.js';
 import { pageContext } from './portal-webhooks.routes.js';
 import { cataloguePage } from './views/catalogue-page.js';
 import { deliveryDetailPage, deliveryLogPage, replayPage, type ReplayValues } from './views/delivery-pages.js';
@@ -92,12 +92,13 @@ export const portalDeliveryRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async
   app.post(`${one}/deliveries/:id/retry`, { schema: { ...hide, params: DeliveryParams, body: CsrfForm }, preHandler: requireSession }, async (request, reply) => {
     const session = sessionOf(request);
     const webhook = await load(session, request.params);
+    const refusal = refusedByTenantLimit(deps, session, 'retry');
+    if (refusal) return sendRefusal(reply, refusal, await showDelivery(session, request.params, { kind: 'error', text: refusal.detail }));
     const outcome = await retryDelivery(db, webhook.id, request.params.id, clock);
     if (outcome === 'not_found') throw notFound('The delivery does not exist for this webhook.');
     // Post/redirect/get: a reload of the page shows the delivery, it does not retry again.
     if (outcome === 'queued') return reply.redirect(`${request.url.replace(/\/retry$/, '')}?done=retried`, 303);
-    const notice = { kind: 'error' as const, text: 'The delivery is being sent right now; retry once this attempt has finished.' };
-    return sendPage(reply, await showDelivery(session, request.params, notice), 409);
+    return sendPage(reply, await showDelivery(session, request.params, { kind: 'error', text: RETRY_REFUSED[outcome] }), 409);
   });
 
   app.get(`${one}/replay`, { schema: { ...hide, params: WebhookParams }, preHandler: requireSession }, async (request, reply) => {
@@ -113,6 +114,9 @@ export const portalDeliveryRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async
     const body = request.body;
     const statuses: ReplayableStatus[] = body.status === undefined ? [] : Array.isArray(body.status) ? body.status : [body.status];
     const values: ReplayValues = { status: statuses, since: body.since, until: body.until, topic: body.topic, entity_id: body.entity_id, event_id: body.event_id };
+    // Counting takes from the budget too, as the API's dry run does: it runs the same query.
+    const refusal = refusedByTenantLimit(deps, session, 'replay');
+    if (refusal) return sendRefusal(reply, refusal, replayPage(context, webhook, values, { matched: 0, error: refusal.detail }));
     const now = clock.now();
     const earliest = new Date(now.getTime() - config.DELIVERY_REPLAY_MAX_DAYS * 86_400_000);
     try {

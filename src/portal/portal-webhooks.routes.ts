@@ -10,7 +10,7 @@ import { STATUS_TOPIC_PREFIX } from '../webhooks/webhook-validators.js';
 import { listWebhooks } from '../webhooks/webhooks.repository.js';
 import { changeWebhook, createWebhook, rotateSecret, webhookSettings } from '../webhooks/webhooks.service.js';
 import type { PortalSession } from './portal-sessions.js';
-import { assertInScope, loadScopedWebhook, sendPage, sessionOf, type PortalDeps } from './portal.routes.js';
+import { assertInScope, loadScopedWebhook, refusedByTenantLimit, sendPage, sendRefusal, sessionOf, type PortalDeps } from './portal.routes.js';
 import type { PageContext } from './views/layout.js';
 import { secretPage, testNotice, webhookDetailPage, webhookFormPage, type WebhookFormValues } from './views/webhook-pages.js';
 import { webhookListPage } from './views/webhook-pages.js';
@@ -160,13 +160,8 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
     const webhook = await load(session, request.params);
     const page = async (notice: ReturnType<typeof testNotice>) =>
       webhookDetailPage(pageContext(session, webhook.marketplace_code), webhook, await countHeldDeliveries(db, webhook.id), notice);
-    // The API's limit on test notifications (TENANT_TESTS_PER_MINUTE), for the same tenant.
-    try {
-      deps.tenantRateLimits.take(session.principal, 'test');
-    } catch (error) {
-      if (!(error instanceof AppError)) throw error;
-      return sendPage(reply.headers(error.options.headers ?? {}), await page({ kind: 'error', text: error.detail }), error.status);
-    }
+    const refusal = refusedByTenantLimit(deps, session, 'test');
+    if (refusal) return sendRefusal(reply, refusal, await page({ kind: 'error', text: refusal.detail }));
     return sendPage(reply, await page(testNotice(await sendTestNotification(deps, agent, webhook))));
   });
 

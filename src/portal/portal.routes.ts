@@ -10,6 +10,7 @@ import { logout } from '../auth/sessions.service.js';
 import type { FeatureDeps } from '../deps.js';
 import type { Queryable } from '../db/database.js';
 import { AppError, notFound } from '../http/errors.js';
+import type { TenantAction } from '../http/tenant-rate-limit.js';
 import { loadWebhookForPrincipal } from '../webhooks/webhook-access.js';
 import type { Html } from './html.js';
 import { consumePortalLink } from './portal-links.repository.js';
@@ -31,6 +32,26 @@ declare module 'fastify' {
 
 export function sendPage(reply: FastifyReply, body: Html, status = 200) {
   return reply.code(status).type('text/html; charset=utf-8').send(body.text);
+}
+
+/**
+ * Takes one unit of the API's per-tenant limit on `action` for the session's tenant: the portal's
+ * retry, replay and test share the API's budget (a portal session is no way around it). Answers the
+ * refusal (429 rate_limited, with Retry-After) for the route to show on its page, or undefined.
+ */
+export function refusedByTenantLimit(deps: Pick<FeatureDeps, 'tenantRateLimits'>, session: PortalSession, action: TenantAction): AppError | undefined {
+  try {
+    deps.tenantRateLimits.take(session.principal, action);
+    return undefined;
+  } catch (error) {
+    if (error instanceof AppError) return error;
+    throw error;
+  }
+}
+
+/** A page with a refusal's status and headers (Retry-After). */
+export function sendRefusal(reply: FastifyReply, refusal: AppError, body: Html) {
+  return sendPage(reply.headers(refusal.options.headers ?? {}), body, refusal.status);
 }
 
 /** The session of a portal route behind `requireSession`. */

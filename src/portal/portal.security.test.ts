@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { accessTokenFor, bearer, seedConnection, seedUser, type SeededUser } from '../testing/fixtures.js';
+import { seedDelivery, seedWebhook } from '../delivery/delivery-test-kit.js';
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 
@@ -104,6 +105,42 @@ describe('portal sessions, links and page security', () => {
     assert.ok(Number(refused.headers['retry-after']) > 0);
     // The same tenant's budget as the API's.
     assert.equal((await ctx.app.inject({ method: 'POST', url: '/v1/MKT/webhooks/tested/test', headers: { ...bearer(await accessTokenFor(ctx, seller)), host } })).statusCode, 429);
+  });
+
+  test('retries and replays from the portal count towards the API\'s limits of the tenant; a held delivery offers no retry', async () => {
+    const cookie = await signIn();
+    const csrf = await csrfOf(cookie);
+    const post = (url: string, fields: Record<string, string> = {}) =>
+      ctx.app.inject({ method: 'POST', url, headers: { ...FORM, host, cookie, origin }, payload: new URLSearchParams({ _csrf: csrf, ...fields }).toString() });
+    const api = async (url: string) => ctx.app.inject({ method: 'POST', url, headers: { ...bearer(await accessTokenFor(ctx, seller)), host }, payload: {} });
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: 'https://r.example.com/h', marketplaceCode: 'MKT', code: 'limited', tenantKind: 'seller', tenantId: '1' });
+    const delivery = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
+    const retry = `/portal/MKT/webhooks/limited/deliveries/${delivery.id}/retry`;
+
+    const retries: number[] = [];
+    for (let i = 0; i <= ctx.config.TENANT_RETRIES_PER_MINUTE; i++) retries.push((await post(retry)).statusCode);
+    assert.deepEqual(retries, [...Array(ctx.config.TENANT_RETRIES_PER_MINUTE).fill(303), 429]);
+    const refused = await post(retry);
+    assert.match(refused.body, /Too many retry requests for this tenant/);
+    assert.ok(Number(refused.headers['retry-after']) > 0);
+    assert.equal((await api(`/v1/MKT/webhooks/limited/deliveries/${delivery.id}/retry`)).statusCode, 429);
+
+    const replays: number[] = [];
+    for (let i = 0; i <= ctx.config.TENANT_REPLAYS_PER_MINUTE; i++) replays.push((await post('/portal/MKT/webhooks/limited/replay', { status: 'failed', mode: i % 2 ? 'send' : 'count' })).statusCode);
+    assert.equal(replays.at(-1), 429);
+    assert.ok(replays.slice(0, -1).every((status) => status === 200 || status === 202), String(replays));
+    assert.equal((await api('/v1/MKT/webhooks/limited/replay')).statusCode, 429);
+
+    // A minute later (the budget refilled), held (its webhook paused): the page says why instead of a
+    // button that could only fail, and a retry is refused with the API's reason.
+    ctx.clock.advance(60_000);
+    await ctx.db.query(`UPDATE deliveries SET status = 'held' WHERE id = $1`, [delivery.id]);
+    const page = await get(`/portal/MKT/webhooks/limited/deliveries/${delivery.id}`, cookie);
+    assert.doesNotMatch(page.body, /Retry now/);
+    assert.match(page.body, /resuming the webhook sends it/);
+    const held = await post(retry);
+    assert.equal(held.statusCode, 409);
+    assert.match(held.body, /held while its webhook is paused/);
   });
 
   test('revoke-all on the API ends the portal session too', async () => {

@@ -62,7 +62,9 @@ ${notice && html`<div class="alert ${notice.kind}" role="status"><p>${notice.tex
   <dt>Next attempt</dt><dd>${timestamp(delivery.next_attempt_at)}</dd>
   <dt>Completed</dt><dd>${timestamp(delivery.completed_at)}</dd>
 </dl>
-<form method="post" action="${here}/deliveries/${delivery.id}/retry" class="actions">${csrfField(context)}<button type="submit">Retry now</button></form>
+${delivery.status === 'held'
+    ? html`<p>Held while the webhook is paused: resuming the webhook sends it.</p>`
+    : html`<form method="post" action="${here}/deliveries/${delivery.id}/retry" class="actions">${csrfField(context)}<button type="submit">Retry now</button></form>`}
 <h2>Attempts</h2>
 ${attempts.length === 0 ? html`<p>No attempt yet.</p>` : attempts.map((attempt) => html`
 <section aria-labelledby="attempt-${attempt.attempt}">
