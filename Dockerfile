@@ -7,9 +7,10 @@ FROM node:${NODE_VERSION}-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
-COPY tsconfig.json ./
+# Only what the service's own code needs: tsconfig.build.json leaves the tests out (they import test/).
+COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npm run build
+RUN npm run build:image
 
 FROM node:${NODE_VERSION}-bookworm-slim AS runtime
 # The official images' convention; Plaza itself reads no NODE_ENV (its settings are its own variables).

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # CI: a fresh clone taken to production-style runs, without the TypeScript toolchain.
 #  1. lint the Dockerfile (dockerfile-utils) and the systemd unit (systemd-analyze verify);
-#  2. clone the committed tree, `npm ci && npm run build` (the Dockerfile's build stage);
-#  3. the Dockerfile's runtime stage outside Docker: a directory holding what the image COPYs,
+#  2. clone the committed tree, `npm ci && npm run build`; the Dockerfile's build stage in a folder
+#     holding only what that stage copies (`npm run build:image`);
+#  3. the Dockerfile's runtime stage outside Docker: a directory holding what the image COPYs (the
+#     build stage's output),
 #     `npm ci --omit=dev`, then its CMD as PID 1 of a new PID namespace under an unprivileged user,
 #     split into an API and a worker process as in compose.yaml; a tour delivers one notification to
 #     `plaza listen`, which verifies its signature; SIGTERM to PID 1 must drain and exit 0;
@@ -70,11 +72,19 @@ else
   echo "systemd-analyze or /usr/bin/node missing: unit not verified"
 fi
 
-echo "== fresh clone, build stage: npm ci && npm run build"
+echo "== fresh clone: npm ci && npm run build"
 git clone --quiet "$ROOT" "$WORK/clone"
 cd "$WORK/clone"
 npm ci --no-audit --no-fund --loglevel=error
 npm run build --silent
+
+# The Dockerfile's build stage sees only the files it COPYs (a build that needed test/ broke there).
+echo "== build stage outside Docker: only what the image's build stage copies, npm run build:image"
+STAGE="$WORK/build-stage"
+mkdir -p "$STAGE"
+cp -r package.json package-lock.json tsconfig.json tsconfig.build.json src "$STAGE/"
+ln -s "$WORK/clone/node_modules" "$STAGE/node_modules"
+(cd "$STAGE" && npm run build:image --silent) || fail "the Dockerfile's build stage does not compile"
 
 echo "== npx plaza in the project runs the project's own bin, never a registry package"
 npx --offline plaza --help | grep -q 'Usage: plaza <command>' || fail "npx plaza did not run the local bin"
@@ -85,7 +95,7 @@ mkdir -p "$IMAGE/dist"
 cp package.json package-lock.json "$IMAGE/"
 (cd "$IMAGE" && npm ci --omit=dev --no-audit --no-fund --loglevel=error)
 cp -r bin migrations public "$IMAGE/"
-cp -r dist/src "$IMAGE/dist/src"
+cp -r "$STAGE/dist/src" "$IMAGE/dist/src"
 [ ! -e "$IMAGE/node_modules/typescript" ] || fail "the runtime stage installed typescript"
 psql -q "$PG_URL" -c "CREATE DATABASE $DB_NAME" >/dev/null
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve, sep } from 'node:path';
 import { test } from 'node:test';
 import { parse } from 'yaml';
 import { describeConfig } from '../../src/config.js';
@@ -25,12 +25,28 @@ function dockerfileStages(text: string): Map<string, string[]> {
   return stages;
 }
 
+test('Dockerfile: the build stage compiles from the files it copies (what it builds imports nothing outside src/)', () => {
+  const build = dockerfileStages(read('Dockerfile')).get('build')!;
+  const copied = build.filter((line) => line.startsWith('COPY ')).flatMap((line) => line.split(/\s+/).slice(1, -1));
+  for (const path of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'src']) assert.ok(copied.includes(path), `the build stage copies ${path}`);
+  const config = JSON.parse(read('tsconfig.build.json')) as { include: string[]; exclude: string[] };
+  assert.deepEqual([config.include, config.exclude], [['src/**/*.ts'], ['src/**/*.test.ts']]);
+  const sources = readdirSync(join(projectRoot, 'src'), { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith('.ts') && !file.endsWith('.test.ts'));
+  assert.ok(sources.length > 50);
+  for (const file of sources) {
+    for (const [, target] of read(join('src', file)).matchAll(/from '(\.[^']+)'/g)) {
+      const resolved = resolve(projectRoot, 'src', dirname(file), target!);
+      assert.ok(resolved.startsWith(join(projectRoot, 'src') + sep), `src/${file} imports ${target}, which the build stage does not copy`);
+    }
+  }
+});
+
 test('Dockerfile: a build stage with the toolchain, a runtime stage without it, run as the unprivileged user', () => {
   const stages = dockerfileStages(read('Dockerfile'));
   assert.deepEqual([...stages.keys()], ['build', 'runtime']);
   const build = stages.get('build')!;
   const runtime = stages.get('runtime')!;
-  assert.ok(build.includes('RUN npm ci --no-audit --no-fund') && build.includes('RUN npm run build'));
+  assert.ok(build.includes('RUN npm ci --no-audit --no-fund') && build.includes('RUN npm run build:image'));
   assert.ok(runtime.some((line) => /^RUN npm ci --omit=dev\b/.test(line)), 'production dependencies only');
   assert.ok(runtime.includes('COPY --from=build /app/dist/src ./dist/src'));
   assert.ok(runtime.includes('COPY public ./public'), 'the portal assets are in the image');
