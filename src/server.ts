@@ -1,4 +1,5 @@
 import type pino from 'pino';
+import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import { systemClock } from './clock.js';
 import type { Config } from './config.js';
@@ -108,12 +109,30 @@ export async function serve(config: Config, role: Role): Promise<void> {
     // Stop accepting first, let in-flight requests and sends finish, then close the database
     // (for the owner of the embedded server, that stops it: fast shutdown).
     stopKeyReloader();
-    await Promise.allSettled([app?.close(), worker?.stop(), operations.close()]);
+    const listeners = [app, operations.app].filter((listener) => listener !== undefined);
+    await Promise.allSettled([...listeners.map((listener) => closeWithin(listener, config.SHUTDOWN_TIMEOUT_MS, logger)), worker?.stop()]);
     await db.close();
     logger.info('stopped');
     process.exit(0);
   };
   if (shutdown.signalled) void shutdown.stop(shutdown.signalled);
+}
+
+/**
+ * Closes a listener: requests in flight get `timeoutMs` to finish, then their connections are cut.
+ * Fastify's close waits for them without a limit, so one client trickling a body (no credentials
+ * needed) held the stop until the last-resort exit, which left the embedded server running.
+ */
+async function closeWithin(app: FastifyInstance, timeoutMs: number, logger: pino.Logger): Promise<void> {
+  const cut = setTimeout(() => {
+    logger.warn('requests still in flight after SHUTDOWN_TIMEOUT_MS; closing their connections');
+    app.server.closeAllConnections();
+  }, timeoutMs);
+  try {
+    await app.close();
+  } finally {
+    clearTimeout(cut);
+  }
 }
 
 /**

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { isAlive } from '../../src/db/embedded/processes.js';
@@ -180,4 +182,29 @@ describe('the embedded PostgreSQL server', () => {
     assert.equal(refused.code, 2, refused.stderr);
     assert.match(refused.stderr, /pgdata is a database of the old embedded engine \(PGlite\)/);
   });
+});
+
+test('SIGTERM while a client trickles a request body: its connection is cut after SHUTDOWN_TIMEOUT_MS, the process exits 0 and stops its server', { timeout: 120_000 }, async () => {
+  const dataDir = join(root, 'trickle');
+  const plaza = await startPlaza({ DATA_DIR: dataDir, LOG_LEVEL: 'info', ...sharedKeyEnv(), SHUTDOWN_TIMEOUT_MS: '1000' });
+  // No credentials needed: a login whose body never completes.
+  const socket = connect(plaza.port!, '127.0.0.1');
+  socket.on('error', () => {});
+  await once(socket, 'connect');
+  socket.write('POST /api/v2/auth/login HTTP/1.1\r\nHost: plaza.test\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{');
+  const trickle = setInterval(() => socket.write(' '), 100);
+  try {
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const signalledAt = Date.now();
+    const exit = await plaza.kill('SIGTERM');
+    const stopMs = Date.now() - signalledAt;
+    assert.equal(exit.code, 0, plaza.output().slice(-3000));
+    // Well before the last-resort exit (SHUTDOWN_TIMEOUT_MS + 5 s), which skips closing the database.
+    assert.ok(stopMs < 4000, `stopped in ${stopMs} ms`);
+    assert.match(plaza.output(), /requests still in flight after SHUTDOWN_TIMEOUT_MS; closing their connections/);
+    assert.deepEqual(postmastersUnder(dataDir), [], 'no postgres left running');
+  } finally {
+    clearInterval(trickle);
+    socket.destroy();
+  }
 });
