@@ -134,9 +134,10 @@ export function checkSignature(header: string | undefined, id: string | undefine
   if (!key) return 'not checked (start with --secret whsec_… to verify)';
   if (!/^\d{1,12}$/.test(timestamp)) return 'INVALID: webhook-timestamp is not a number of seconds';
   if (!signatureMatches(header, key, id, Number(timestamp), body)) return 'INVALID: no signature matches the given secret';
-  const skew = Math.round(clock.now().getTime() / 1000) - Number(timestamp);
-  if (Math.abs(skew) > TIMESTAMP_TOLERANCE_SECONDS) {
-    return `INVALID: signed ${skew} s from now, outside the ${TIMESTAMP_TOLERANCE_SECONDS} s a receiver accepts (replay protection)`;
+  const age = Math.round(clock.now().getTime() / 1000) - Number(timestamp);
+  if (Math.abs(age) > TIMESTAMP_TOLERANCE_SECONDS) {
+    const when = age > 0 ? `${age} s ago` : `${-age} s in the future`;
+    return `INVALID: signed ${when}, outside the ${TIMESTAMP_TOLERANCE_SECONDS} s a receiver accepts (replay protection)`;
   }
   return 'verified';
 }
