@@ -52,15 +52,35 @@ async function refuseLastAdmin(tx: Queryable, userId: number): Promise<void> {
  * the same transaction, so that switching the user on again does not revive them.
  * Returns undefined when there is no such user.
  */
-export async function setUserActiveById(db: Database, userId: number, active: boolean, actor: Actor, now: Date, options: AdminGuard = {}): Promise<UserSummary | undefined> {
-  return db.transaction(async (tx) => {
-    if (!active && options.keepAnAdmin) await refuseLastAdmin(tx, userId);
-    const { rowCount } = await tx.query(`UPDATE users SET active = $2, updated_at = $3 WHERE id = $1`, [userId, active, now]);
+export function setUserActiveById(db: Database, userId: number, active: boolean, actor: Actor, now: Date, options: AdminGuard = {}): Promise<UserSummary | undefined> {
+  return updateUser(db, userId, { active }, actor, now, options);
+}
+
+export interface UserChanges {
+  /** false deactivates: every session and refresh token of the user is revoked. */
+  active?: boolean;
+  /** Login's rule (user-name.ts); unique whatever the case (409 otherwise). */
+  username?: string;
+}
+
+/** Renames, deactivates or activates a user, each change audited. Undefined when there is no such user. */
+export async function updateUser(db: Database, userId: number, changes: UserChanges, actor: Actor, now: Date, options: AdminGuard = {}): Promise<UserSummary | undefined> {
+  return withConstraints(`User ${changes.username}`, () => db.transaction(async (tx) => {
+    if (changes.active === false && options.keepAnAdmin) await refuseLastAdmin(tx, userId);
+    const { rowCount } = await tx.query(
+      `UPDATE users SET active = coalesce($2, active), username = coalesce($3, username), updated_at = $4 WHERE id = $1`,
+      [userId, changes.active ?? null, changes.username ?? null, now],
+    );
     if (rowCount === 0) return undefined;
-    const revoked = active ? 0 : await revokeAllOfUser(tx, userId, 'user_deactivated', now);
-    await recordAdminAction(tx, { actor, action: active ? 'activate' : 'deactivate', targetKind: 'user', targetId: userId, at: now, detail: { revoked_tokens: revoked } });
+    if (changes.username !== undefined) {
+      await recordAdminAction(tx, { actor, action: 'update', targetKind: 'user', targetId: userId, at: now, detail: { fields: ['username'] } });
+    }
+    if (changes.active !== undefined) {
+      const revoked = changes.active ? 0 : await revokeAllOfUser(tx, userId, 'user_deactivated', now);
+      await recordAdminAction(tx, { actor, action: changes.active ? 'activate' : 'deactivate', targetKind: 'user', targetId: userId, at: now, detail: { revoked_tokens: revoked } });
+    }
     return findUserSummary(tx, userId);
-  });
+  }));
 }
 
 /** An administrator sets a new password: every session of the user ends. False when there is no such user. */

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { findUserSummary, listUsers, type UserSummary } from '../accounts/accounts.repository.js';
 import { UserName } from '../accounts/user-name.js';
-import { createUser, deleteUser, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, resetPassword, setUserActiveById } from '../accounts/users.service.js';
+import { createUser, deleteUser, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, resetPassword, updateUser } from '../accounts/users.service.js';
 import { principalOf } from '../auth/authenticate.js';
 import type { FeatureDeps } from '../deps.js';
 import { invalidField, notFound } from '../http/errors.js';
@@ -82,13 +82,13 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (ap
 
   app.patch('/api/v2/admin/users/:id', {
     schema: {
-      ...schema, operationId: 'adminUpdateUser', summary: 'Activate or deactivate a user',
-      description: '`active: false` deactivates the user and revokes all their sessions and refresh tokens; activating again does not revive them. The last active administrator cannot be deactivated (409).',
-      params: IdParams, body: Type.Object({ active: Type.Boolean() }, { additionalProperties: false }),
+      ...schema, operationId: 'adminUpdateUser', summary: 'Rename, deactivate or activate a user',
+      description: '`username` renames the user (409 when another user has that name in any case); sessions stay. `active: false` deactivates the user and revokes all their sessions and refresh tokens; activating again does not revive them. The last active administrator cannot be deactivated (409). Role, seller and marketplace are fixed at creation: they are what the user\'s tokens speak for (make another user instead).',
+      params: IdParams, body: Type.Object({ username: Type.Optional(UserName), active: Type.Optional(Type.Boolean()) }, { additionalProperties: false, minProperties: 1 }),
       response: { 200: User, ...problemResponses(400, 401, 403, 404, 409, 503) },
     },
   }, async (request) => {
-    const user = await setUserActiveById(db, request.params.id, request.body.active, actorOf(principalOf(request)), clock.now(), { keepAnAdmin: true });
+    const user = await updateUser(db, request.params.id, request.body, actorOf(principalOf(request)), clock.now(), { keepAnAdmin: true });
     if (!user) throw noUser();
     return present(user);
   });

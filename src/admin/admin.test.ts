@@ -158,6 +158,26 @@ describe('administration over HTTP', () => {
     assert.equal((await postRefresh(ctx, login.refresh_token)).statusCode, 401);
   });
 
+  test('users: a rename keeps the password and sessions, is refused (409) for a name taken in any case, and is audited', async () => {
+    const created = await call('POST', '/api/v2/admin/users', { username: 'before-rename', password: 'long enough pw', seller_id: 1 });
+    const id = created.json().id as number;
+    await call('POST', '/api/v2/admin/users', { username: 'Taken-Name', password: 'long enough pw', seller_id: 1 });
+    const session = await loginOk(ctx, { username: 'before-rename', password: 'long enough pw' });
+    const renamed = await call('PATCH', `/api/v2/admin/users/${id}`, { username: 'after-rename' });
+    assert.equal(renamed.statusCode, 200, renamed.body);
+    assert.equal(renamed.json().username, 'after-rename');
+    assert.equal(renamed.json().active, true);
+    await loginOk(ctx, { username: 'after-rename', password: 'long enough pw' });
+    assert.equal((await postRefresh(ctx, session.refresh_token)).statusCode, 200, 'sessions stay');
+    const taken = await call('PATCH', `/api/v2/admin/users/${id}`, { username: 'taken-name' });
+    assert.equal(taken.statusCode, 409, taken.body);
+    assert.equal((await call('PATCH', `/api/v2/admin/users/${id}`, {})).statusCode, 400, 'nothing to change');
+    assert.equal((await call('PATCH', `/api/v2/admin/users/${id}`, { username: 'tab\tname' })).statusCode, 400);
+    assert.equal((await call('PATCH', `/api/v2/admin/users/${id}`, { role: 'admin' })).statusCode, 400, 'the role is fixed');
+    const { rows } = await ctx.db.query<{ action: string; detail: unknown }>(`SELECT action, detail FROM admin_audit WHERE target_kind = 'user' AND target_id = $1 ORDER BY id`, [String(id)]);
+    assert.deepEqual(rows.map((row) => [row.action, row.detail]), [['create', { role: 'seller' }], ['update', { fields: ['username'] }]]);
+  });
+
   test('a deleted user\'s access token, still valid, cannot record anything as that user: 401, not 500', async () => {
     await seedConnection(ctx.db, 1, 'MKT');
     const user = await seedUser(ctx.db, { role: 'marketplace', marketplaceCode: 'MKT', sellerId: 1 });

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Principal } from '../auth/access-tokens.js';
 import { findApiKey, listApiKeys, type ApiKeyRow } from '../auth/api-keys.repository.js';
-import { createApiKey, revokeApiKeyById } from '../auth/api-keys.service.js';
+import { createApiKey, renameApiKeyById, revokeApiKeyById } from '../auth/api-keys.service.js';
 import { principalOf } from '../auth/authenticate.js';
 import type { FeatureDeps } from '../deps.js';
 import { AppError, notFound } from '../http/errors.js';
@@ -98,6 +98,18 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
     const row = await findApiKey(db, request.params.id, scopeOf(principalOf(request)));
     if (!row) throw noKey();
     return present(row);
+  });
+
+  app.patch('/api/v2/admin/api-keys/:id', {
+    schema: {
+      ...schema, operationId: 'updateApiKey', summary: 'Rename an API key',
+      description: 'The name is the only thing that changes: the key, its role and scope are fixed (make a new key and revoke this one instead). A revoked key can be renamed too (its record stays for the audit trail).',
+      params: IdParams, body: Type.Object({ name: Name }, { additionalProperties: false }),
+      response: { 200: ApiKey, ...problemResponses(400, 401, 403, 404, 503) },
+    },
+  }, async (request) => {
+    const principal = principalOf(request);
+    return present(await renameApiKeyById(db, request.params.id, request.body.name.trim(), actorOf(principal), clock.now(), scopeOf(principal)));
   });
 
   app.delete('/api/v2/admin/api-keys/:id', {

@@ -75,6 +75,15 @@ export async function findApiKey(db: Queryable, id: number, marketplaceCode?: st
   return rows[0];
 }
 
+/** Renames the key; undefined when there is no such key in scope. */
+export async function renameApiKey(db: Queryable, id: number, name: string, marketplaceCode?: string): Promise<ApiKeyRow | undefined> {
+  const { rows } = await db.query<ApiKeyRow>(
+    `UPDATE api_keys SET name = $2 WHERE id = $1 AND ($3::text IS NULL OR marketplace_code = $3) RETURNING ${COLUMNS}`,
+    [id, name, marketplaceCode ?? null],
+  );
+  return rows[0];
+}
+
 /**
  * Revokes the key (kept for the audit trail); returns it and whether this call revoked it (false
  * when it already was: a repeated revoke changes and audits nothing), or undefined when there is no

@@ -6,7 +6,7 @@ import { AppError, invalidField, notFound } from '../http/errors.js';
 import type { ApiKeyPrincipal } from './access-tokens.js';
 import { hashApiKey, newApiKey, shownPrefixOf } from './api-keys.js';
 import { NO_SELLER } from './token-pair.js';
-import { findActiveApiKeyByHash, insertApiKey, revokeApiKey, touchApiKey, type ApiKeyRow } from './api-keys.repository.js';
+import { findActiveApiKeyByHash, insertApiKey, renameApiKey, revokeApiKey, touchApiKey, type ApiKeyRow } from './api-keys.repository.js';
 
 export interface ApiKeyInput {
   name: string;
@@ -60,6 +60,16 @@ async function assertScopeExists(db: Queryable, input: ApiKeyInput): Promise<voi
     const { rowCount } = await db.query(`SELECT 1 FROM sellers WHERE id = $1`, [input.sellerId]);
     if (rowCount === 0) throw new AppError('conflict', `There is no seller ${input.sellerId}.`);
   }
+}
+
+/** Renames a key (its name is a label: the key, role and scope stay); `marketplaceCode` as for a revoke. */
+export async function renameApiKeyById(db: Database, id: number, name: string, actor: Actor, now: Date, marketplaceCode?: string): Promise<ApiKeyRow> {
+  return db.transaction(async (tx) => {
+    const row = await renameApiKey(tx, id, name, marketplaceCode);
+    if (!row) throw notFound('There is no API key with this id.');
+    await recordAdminAction(tx, { actor, action: 'update', targetKind: 'api_key', targetId: id, at: now, detail: { fields: ['name'] } });
+    return row;
+  });
 }
 
 /** Revokes a key; `marketplaceCode` limits it to that marketplace's keys (others are 404). */

@@ -38,6 +38,25 @@ describe('API keys', () => {
     assert.equal(one.json().key, undefined);
   });
 
+  test('a key is renamed (audited), within the caller\'s scope only; the key keeps working', async () => {
+    const created = await createKey(world.headers.admin, { name: 'old name', role: 'admin' });
+    const rename = (id: number, headers: { authorization: string }, name: unknown) =>
+      ctx.app.inject({ method: 'PATCH', url: `/api/v2/admin/api-keys/${id}`, headers, payload: { name } });
+    const renamed = await rename(created.id, world.headers.admin, '  new name ');
+    assert.equal(renamed.statusCode, 200, renamed.body);
+    assert.equal(renamed.json().name, 'new name');
+    assert.equal(renamed.json().key, undefined);
+    assert.equal((await ctx.app.inject({ url: `/api/v2/admin/api-keys/${created.id}`, headers: bearer(created.key) })).json().name, 'new name');
+    assert.equal((await rename(created.id, world.headers.admin, '\u200b')).statusCode, 400, 'nothing visible');
+    assert.equal((await rename(999_999, world.headers.admin, 'x')).statusCode, 404);
+    // A marketplace's credentials rename their marketplace's keys only: another's is 404.
+    assert.equal((await rename(created.id, world.headers.marketplace, 'hijacked')).statusCode, 404);
+    const own = await createKey(world.headers.marketplace, { name: 'mine', role: 'marketplace' });
+    assert.equal((await rename(own.id, world.headers.marketplace, 'still mine')).statusCode, 200);
+    const { rows } = await ctx.db.query<{ action: string }>(`SELECT action FROM admin_audit WHERE target_kind = 'api_key' AND target_id = $1 ORDER BY id`, [String(created.id)]);
+    assert.deepEqual(rows.map((row) => row.action), ['create', 'update']);
+  });
+
   test('a key works wherever an access token does, scoped like its role', async () => {
     const seller = await createKey(world.headers.admin, { name: 'seller 1 backend', role: 'seller', seller_id: 1 });
     assert.equal((await postEvent(ctx, bearer(seller.key), sampleEvent('order/create', world))).statusCode, 202);
