@@ -5,7 +5,7 @@ import { countHeldByWebhook, countHeldDeliveries } from '../delivery/deliveries.
 import { createTestAgent, sendTestNotification } from '../delivery/test-notification.routes.js';
 import { AppError } from '../http/errors.js';
 import { MarketplaceParams, WebhookParams } from '../http/path-params.js';
-import { assertMarketplaceAccess, tenantOf } from '../webhooks/webhook-access.js';
+import { addressableByAdmin, assertMarketplaceAccess, tenantOf } from '../webhooks/webhook-access.js';
 import { STATUS_TOPIC_PREFIX } from '../webhooks/webhook-validators.js';
 import { listWebhooks } from '../webhooks/webhooks.repository.js';
 import { changeWebhook, createWebhook, rotateSecret, webhookSettings } from '../webhooks/webhooks.service.js';
@@ -77,7 +77,8 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
     await assertMarketplaceAccess(db, session.principal, mkt);
     const { rows } = await listWebhooks(db, { tenant: session.principal.role === 'admin' ? undefined : tenantOf(session.principal), marketplaceCode: mkt, limit: 100 });
     const held = await countHeldByWebhook(db, rows.map((row) => Number(row.id)));
-    return sendPage(reply, webhookListPage(context, rows, held));
+    const openable = session.principal.role === 'admin' ? addressableByAdmin(rows) : undefined;
+    return sendPage(reply, webhookListPage(context, rows, held, openable));
   });
 
   app.get(`${hooks}/new`, { schema: { ...hide, params: MarketplaceParams }, preHandler: requireSession }, async (request, reply) => {

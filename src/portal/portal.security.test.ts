@@ -143,6 +143,21 @@ describe('portal sessions, links and page security', () => {
     assert.match(held.body, /held while its webhook is paused/);
   });
 
+  test('an admin\'s list links only the webhooks an admin can open by code; a code two tenants share is shown, unlinked, with its owner', async () => {
+    await seedUser(ctx.db, { username: 'sec-admin', password: 'admin-pass-1', role: 'admin' });
+    for (const [tenantId, code] of [['1', 'shared'], ['2', 'shared'], ['2', 'alone']]) {
+      await seedWebhook(ctx.db, ctx.keys, { callbackUrl: 'https://r.example.com/h', marketplaceCode: 'MKT', code, tenantKind: 'seller', tenantId });
+    }
+    const cookie = await signIn('sec-admin', 'admin-pass-1');
+    const list = (await get('/portal/MKT/webhooks', cookie)).body;
+    assert.match(list, /href="\/portal\/MKT\/webhooks\/alone"/);
+    assert.doesNotMatch(list, /href="\/portal\/MKT\/webhooks\/shared"/);
+    assert.match(list, /seller 1; other tenants use this code too/);
+    assert.match(list, /seller 2; other tenants use this code too/);
+    assert.equal((await get('/portal/MKT/webhooks/alone', cookie)).statusCode, 200);
+    assert.equal((await get('/portal/MKT/webhooks/shared', cookie)).statusCode, 409);
+  });
+
   test('revoke-all on the API ends the portal session too', async () => {
     const cookie = await signIn();
     const { rows } = await ctx.db.query<{ auth_session_id: string }>(`SELECT auth_session_id FROM portal_sessions WHERE auth_session_id IS NOT NULL LIMIT 1`);

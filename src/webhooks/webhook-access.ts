@@ -84,6 +84,21 @@ export async function assertMarketplaceAccess(db: Queryable, principal: Principa
  * the admins' own webhook wins; without one, a code used by exactly one tenant resolves to it, and
  * a code used by several is 409 `conflict` (the admin cannot tell which one is meant).
  */
+/**
+ * Of one marketplace's webhooks, the ids an admin can address by code (the rule above): the admins'
+ * own where they have one; otherwise the code's only webhook; none of a code several tenants share.
+ */
+export function addressableByAdmin(webhooks: readonly Pick<WebhookRow, 'id' | 'code' | 'tenant_kind'>[]): Set<number> {
+  const byCode = new Map<string, Pick<WebhookRow, 'id' | 'code' | 'tenant_kind'>[]>();
+  for (const webhook of webhooks) byCode.set(webhook.code, [...(byCode.get(webhook.code) ?? []), webhook]);
+  const ids = new Set<number>();
+  for (const group of byCode.values()) {
+    const chosen = group.find((webhook) => webhook.tenant_kind === 'admin') ?? (group.length === 1 ? group[0] : undefined);
+    if (chosen) ids.add(Number(chosen.id));
+  }
+  return ids;
+}
+
 export async function loadWebhookForPrincipal(db: Queryable, principal: Principal, marketplaceCode: string, code: string): Promise<WebhookRow> {
   await assertMarketplaceAccess(db, principal, marketplaceCode);
   if (principal.role === 'admin') {

@@ -16,7 +16,8 @@ export function health(webhook: WebhookRow): Html {
 
 const reasonText = (reason: string | null) => (reason === 'disabled_by_user' ? 'Paused by a user: new events are held.' : disabledMessage(reason));
 
-export function webhookListPage(context: PageContext, webhooks: WebhookRow[], held: Map<number, number>) {
+/** `openable`: the webhooks an admin can open by code (all, when undefined); see addressableByAdmin. */
+export function webhookListPage(context: PageContext, webhooks: WebhookRow[], held: Map<number, number>, openable?: ReadonlySet<number>) {
   const mkt = context.marketplaceCode!;
   return page(`Webhooks in ${mkt}`, context, html`
 <p><a class="button" href="/portal/${mkt}/webhooks/new">New webhook</a></p>
@@ -26,7 +27,9 @@ ${webhooks.length === 0 ? html`<p>No webhooks yet.</p>` : html`
   <thead><tr><th scope="col">Webhook</th><th scope="col">Topic</th><th scope="col">State</th><th scope="col">Last success</th><th scope="col">Failing since</th><th scope="col">Held</th><th scope="col">Disabled reason</th></tr></thead>
   <tbody>
   ${webhooks.map((webhook) => html`<tr>
-    <td><a href="${base(webhook)}">${webhook.name}</a><br><code>${webhook.code}</code></td>
+    <td>${!openable || openable.has(Number(webhook.id))
+      ? html`<a href="${base(webhook)}">${webhook.name}</a>`
+      : html`${webhook.name} <span class="hint">(${webhook.tenant_kind} ${webhook.tenant_id}; other tenants use this code too, so it opens only with that tenant's own credentials)</span>`}<br><code>${webhook.code}</code></td>
     <td><code>${webhook.topic}</code></td>
     <td>${health(webhook)}</td>
     <td>${timestamp(webhook.last_success_at, 'never')}</td>
