@@ -15,12 +15,15 @@ export { ALGORITHM };
  * - jwks: those public keys as published at /.well-known/jwks.json;
  * - webhookSecretsKey: AES-256 key that encrypts webhook signing secrets at rest;
  * - refreshSuccessorKey: HMAC key that derives a grace-period successor from a refresh token;
- * - secrets: the master key the two above derive from, and where it came from.
+ * - loginCounterKey: HMAC key of the login counters' account keys;
+ * - secrets: the master key the three above derive from, and where it came from.
  * signing, verification and jwks are replaced in place when the key set is reloaded.
  */
 export interface Keys extends JwtKeySet {
   webhookSecretsKey: Buffer;
   refreshSuccessorKey: Buffer;
+  /** HMAC key of the login counters' account keys (login-limit-keys.ts). */
+  loginCounterKey: Buffer;
   secrets: SecretsKey;
   /** Where the JWT keys come from: the database (rotatable) or JWT_PRIVATE_KEY. */
   jwtSource: 'database' | 'environment' | 'memory';
@@ -95,8 +98,12 @@ export async function generateKeys(): Promise<Keys> {
   return { ...(await keySetOf(newPrivateKeyPem())), ...derivedKeys(secrets.key), secrets, jwtSource: 'memory' };
 }
 
-export function derivedKeys(master: Buffer): Pick<Keys, 'webhookSecretsKey' | 'refreshSuccessorKey'> {
-  return { webhookSecretsKey: deriveKey(master, 'plaza webhook secrets'), refreshSuccessorKey: deriveKey(master, 'plaza refresh successor') };
+export function derivedKeys(master: Buffer): Pick<Keys, 'webhookSecretsKey' | 'refreshSuccessorKey' | 'loginCounterKey'> {
+  return {
+    webhookSecretsKey: deriveKey(master, 'plaza webhook secrets'),
+    refreshSuccessorKey: deriveKey(master, 'plaza refresh successor'),
+    loginCounterKey: deriveKey(master, 'plaza login counters'),
+  };
 }
 
 async function keySetOf(pem: string, kid?: string): Promise<JwtKeySet> {

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { accountKeyOf, attemptKeys, ipKeyOf } from './login-limit-keys.js';
 
@@ -16,15 +17,22 @@ describe('login limit keys', () => {
     assert.equal(ipKeyOf('::1'), '0:0:0:0::/64');
   });
 
-  test('accounts are not stored in clear', () => {
-    assert.notEqual(accountKeyOf('name:alice'), accountKeyOf('name:alice2'));
-    assert.ok(!accountKeyOf('name:alice').includes('alice'));
+  const key = randomBytes(32);
+
+  test('accounts are not stored in clear, nor as a plain hash a dictionary of guesses reverses', () => {
+    assert.notEqual(accountKeyOf('name:alice', key), accountKeyOf('name:alice2', key));
+    assert.ok(!accountKeyOf('name:alice', key).includes('alice'));
+    // A password typed into the user name field: its plain SHA-256 is no key of the table.
+    const typed = 'name:summer2024!';
+    assert.notEqual(accountKeyOf(typed, key), createHash('sha256').update(typed).digest('base64url'));
+    assert.equal(accountKeyOf(typed, key), createHmac('sha256', key).update(typed).digest('base64url'));
+    assert.notEqual(accountKeyOf(typed, key), accountKeyOf(typed, randomBytes(32)), 'another SECRETS_KEY, other keys');
   });
 
   test('the three keys of an attempt are distinct, and an account never yields an IP key', () => {
-    const keys = attemptKeys('name:192.0.2.1', '192.0.2.1');
+    const keys = attemptKeys('name:192.0.2.1', '192.0.2.1', key);
     assert.equal(new Set([keys.pair, keys.user, keys.ip]).size, 3);
     assert.ok(keys.ip.startsWith('ip:') && keys.user.startsWith('u:') && keys.pair.startsWith('uip:'));
-    assert.notEqual(attemptKeys('x', '192.0.2.1').user, keys.ip);
+    assert.notEqual(attemptKeys('x', '192.0.2.1', key).user, keys.ip);
   });
 });

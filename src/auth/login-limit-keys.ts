@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import ipaddr from 'ipaddr.js';
 
 /** The three counters an attempt touches (see login-limit-rules.ts for what each one does). */
@@ -28,11 +28,12 @@ export function ipKeyOf(ip: string): string {
 /**
  * The counter of an account. `account` is what the database matched (login-account.ts): the user
  * id, or for a name that matches nobody the name as the database folds it, so that every spelling
- * the lookup treats as one account (`alice`, `ALICE`, `alİce`) counts as one. The key holds a hash:
- * people type passwords into the user name field, and this table must not keep them.
+ * the lookup treats as one account (`alice`, `ALICE`, `alİce`) counts as one. The key holds an HMAC
+ * under a key derived from SECRETS_KEY (`counterKey`): people type passwords into the user name
+ * field, and a plain hash of one falls to a dictionary of guesses by whoever reads the table.
  */
-export function accountKeyOf(account: string): string {
-  return createHash('sha256').update(account).digest('base64url');
+export function accountKeyOf(account: string, counterKey: Buffer): string {
+  return createHmac('sha256', counterKey).update(account).digest('base64url');
 }
 
 /**
@@ -40,8 +41,8 @@ export function accountKeyOf(account: string): string {
  * an IP key), and neither part can contain the other's separator: base64url has no ':' and the IP
  * part comes last.
  */
-export function attemptKeys(account: string, ip: string): AttemptKeys {
-  const user = accountKeyOf(account);
+export function attemptKeys(account: string, ip: string, counterKey: Buffer): AttemptKeys {
+  const user = accountKeyOf(account, counterKey);
   const address = ipKeyOf(ip);
   return { pair: `uip:${user}:${address}`, user: `u:${user}`, ip: `ip:${address}` };
 }

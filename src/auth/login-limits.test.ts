@@ -10,6 +10,8 @@ import type { LimitDecision } from './login-limit-types.js';
 import { pruneLoginThrottle } from './login-limits.postgres.js';
 import { createLoginLimiter, type LoginLimiter } from './login-limits.js';
 
+const counterKey = randomBytes(32);
+
 // The same rules against every store: the database table always, Redis when REDIS_URL is set.
 const stores = [
   { name: 'database', redisUrl: undefined as string | undefined, skip: false as string | false },
@@ -35,7 +37,7 @@ for (const store of stores) {
     before(async () => {
       db = await createTestDatabase();
       const config = loadConfig({ LOG_LEVEL: 'silent', REDIS_KEY_PREFIX: `plaza-test:${randomBytes(6).toString('hex')}:`, ...(store.redisUrl ? { REDIS_URL: store.redisUrl } : {}) });
-      limiter = createLoginLimiter({ config, db });
+      limiter = createLoginLimiter({ config, db, counterKey });
     });
     after(async () => {
       await limiter.close();
@@ -225,7 +227,7 @@ describe('login limits on the database store: pruning', () => {
   const count = async () => Number((await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM login_throttle`)).rows[0]!.n);
   before(async () => {
     db = await createTestDatabase();
-    limiter = createLoginLimiter({ config, db });
+    limiter = createLoginLimiter({ config, db, counterKey });
   });
   after(async () => {
     await limiter.close();
@@ -254,7 +256,7 @@ describe('login limits on the database store: pruning', () => {
 describe('login limits on Redis when Redis is down', { skip: process.env.REDIS_URL ? false : 'REDIS_URL is not set' }, () => {
   test('an attempt fails fast as "unavailable" (503), not a hang', async () => {
     const db = await createTestDatabase();
-    const limiter = createLoginLimiter({ config: loadConfig({ LOG_LEVEL: 'silent', REDIS_URL: 'redis://127.0.0.1:1' }), db });
+    const limiter = createLoginLimiter({ config: loadConfig({ LOG_LEVEL: 'silent', REDIS_URL: 'redis://127.0.0.1:1' }), db, counterKey });
     try {
       const error = await limiter.attempt('nobody', '192.0.2.9', at(0)).then(() => undefined, (caught: unknown) => caught);
       assert.ok(error instanceof DatabaseUnavailableError, String(error));

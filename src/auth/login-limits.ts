@@ -27,12 +27,12 @@ export interface LoginLimiter {
  * Redis when REDIS_URL is set (keys under REDIS_KEY_PREFIX), else the login_throttle table of the
  * service's database (which every process on one PostgreSQL shares).
  */
-export function createLoginLimiter(deps: { config: Config; db: Database }): LoginLimiter {
+export function createLoginLimiter(deps: { config: Config; db: Database; counterKey: Buffer }): LoginLimiter {
   const { config } = deps;
   const rules = limitRulesOf(config);
   const store: CounterStore = config.REDIS_URL ? redisStore(config.REDIS_URL, `${config.REDIS_KEY_PREFIX}login:`) : new SqlCounterStore(deps.db, rules);
   const keysOf = (account: string, ip: string) => {
-    const keys = attemptKeys(account, ip);
+    const keys = attemptKeys(account, ip, deps.counterKey);
     return { keys, list: [keys.pair, keys.user, keys.ip] };
   };
   return {

@@ -32,7 +32,7 @@ export interface LoginGuards {
 
 /** One set per process door that logs users in (the API and the portal share the same counters). */
 export function createLoginGuards(deps: FeatureDeps): LoginGuards {
-  const limiter = createLoginLimiter({ config: deps.config, db: deps.db });
+  const limiter = createLoginLimiter({ config: deps.config, db: deps.db, counterKey: deps.keys.loginCounterKey });
   const refusals = new RefusedLoginAudit(deps.db, deps.clock, deps.config.LOGIN_REFUSAL_AUDIT_WINDOW_SECONDS * 1000);
   return {
     limiter,
