@@ -83,6 +83,15 @@ describe('SSRF guard at connect time', () => {
     await assert.rejects(vetHost('::1', allowed), /loopback/);
   });
 
+  test('WEBHOOK_ALLOWED_NETWORKS takes canonical ranges only: an octal, hex or short IPv4 form would open another range than the one written', () => {
+    assert.deepEqual(parseNetworks('192.168.10.0/24, ::1/128, ::ffff:127.0.0.1/128, fd00::/8, 0.0.0.0/0').map(([address, bits]) => `${address.toString()}/${bits}`),
+      ['192.168.10.0/24', '::1/128', '::ffff:7f00:1/128', 'fd00::/8', '0.0.0.0/0']);
+    // ipaddr.js reads 192.168.010.0 as 192.168.8.0 (octal): refused, not silently another /24.
+    for (const entry of ['192.168.010.0/24', '010.0.0.0/8', '0x7f.0.0.0/8', '127.1/32', '2130706433/32', 'fe80::1%eth0/64', '::ffff:010.0.0.1/128', '127.0.0.1/08', '127.0.0.1/33', '127.0.0.1']) {
+      assert.throws(() => parseNetworks(entry), new RegExp(`"${entry.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}" is not a CIDR range written as four decimal octets`), entry);
+    }
+  });
+
   test('connects to the vetted address itself and keeps the hostname in Host (no second lookup: DNS rebinding fails)', async () => {
     const receiver = await Receiver.start();
     let lookups = 0;

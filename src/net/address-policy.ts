@@ -3,6 +3,17 @@ import ipaddr from 'ipaddr.js';
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
 export type Network = [Address, number];
 
+const OCTET = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
+const DOTTED_QUAD = `${OCTET}(?:\\.${OCTET}){3}`;
+const PREFIX = '(?:0|[1-9]\\d{0,2})';
+/**
+ * What an allowed network may look like: IPv4 as four decimal octets without leading zeros, IPv6 in
+ * hex groups (an IPv4 tail as a dotted quad too), no zone id. ipaddr.js also reads `010.0.0.0/8`
+ * (octal: 8.0.0.0/8), `0x7f.1/32` or `2130706433/32`: an operator who wrote 192.168.010.0/24 would
+ * have opened 192.168.8.0/24 to every tenant instead. Such entries are refused.
+ */
+const CANONICAL_CIDR = new RegExp(`^(?:${DOTTED_QUAD}|[0-9a-fA-F:]*:(?:[0-9a-fA-F]{0,4}|${DOTTED_QUAD}))/${PREFIX}$`);
+
 /** Parses WEBHOOK_ALLOWED_NETWORKS ("127.0.0.0/8, ::1/128"); throws naming a bad entry. */
 export function parseNetworks(list: string): Network[] {
   return list
@@ -11,9 +22,10 @@ export function parseNetworks(list: string): Network[] {
     .filter(Boolean)
     .map((entry) => {
       try {
+        if (!CANONICAL_CIDR.test(entry)) throw new Error('not canonical');
         return ipaddr.parseCIDR(entry);
       } catch {
-        throw new Error(`"${entry}" is not a CIDR range (like 127.0.0.0/8)`);
+        throw new Error(`"${entry}" is not a CIDR range written as four decimal octets (like 127.0.0.0/8; no leading zeros) or IPv6 hex groups (like ::1/128)`);
       }
     });
 }
