@@ -19,21 +19,32 @@ export const REDACTED_PATHS = [
   'err.detail',
 ];
 
-/** Query parameters whose values are credentials when someone puts them in a URL (`?access_token=…`). */
-const SECRET_QUERY_NAME = /token|secret|password|api_?key/i;
+/** Query parameters whose values are credentials when someone puts them in a URL (`?access_token=…`, `?x-api-key=…`). */
+const SECRET_QUERY_NAME = /token|secret|passw|api[-_]?key|^key$|jwt|auth|session|cookie|signature|credential/i;
+
+/** Percent-decoded, as the router reads it (`/portal/%6cink/…` is `/portal/link/…`); as is when malformed. */
+function decoded(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
 
 /**
  * A URL as it may be logged: the one-time token of a portal link (`/portal/link/<token>`, which a
- * browser GETs before it signs in with it) and credential-like query values replaced. Anyone who
- * reads the log within a link's 15 minutes could otherwise sign in as its seller.
+ * browser GETs before it signs in with it) and credential-like query values replaced, however the
+ * URL spells them. Anyone who reads the log within a link's 15 minutes could otherwise sign in as
+ * its seller.
  */
 export function loggableUrl(url: string): string {
   const at = url.indexOf('?');
-  const path = (at === -1 ? url : url.slice(0, at)).replace(/^(\/portal\/link\/)[^/]+/, '$1[redacted]');
+  const rawPath = at === -1 ? url : url.slice(0, at);
+  const path = /^\/+portal\/+link\//i.test(decoded(rawPath)) ? '/portal/link/[redacted]' : rawPath;
   if (at === -1) return path;
   const query = url.slice(at + 1).split('&').map((pair) => {
     const name = pair.split('=', 1)[0]!;
-    return SECRET_QUERY_NAME.test(name) ? `${name}=[redacted]` : pair;
+    return SECRET_QUERY_NAME.test(decoded(name)) ? `${name}=[redacted]` : pair;
   });
   return `${path}?${query.join('&')}`;
 }

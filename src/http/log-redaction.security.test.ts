@@ -72,3 +72,13 @@ test('a portal link\'s one-time token and credentials put in a query string are 
   assert.ok(logged.includes('access_token=[redacted]&limit=1'), 'other query values stay');
   for (const value of [token, 'query-borne-token-value']) assert.equal(logged.includes(value), false, value);
 });
+
+test('however the URL spells them: a percent-encoded path to a portal link, and credential names such as x-api-key, jwt or key', async () => {
+  const token = 'encoded-path-portal-token-0123456789abcdef';
+  const link = await app.inject({ url: `/portal/%6cink/${token}` });
+  assert.equal(link.statusCode, 200, 'the router reads it as /portal/link/…');
+  const secrets = ['xapikey-value-1', 'jwt-value-2', 'key-value-3', 'authorization-value-4', 'encoded-name-value-5'];
+  await app.inject({ url: `/api/v2/products?x-api-key=${secrets[0]}&jwt=${secrets[1]}&key=${secrets[2]}&authorization=${secrets[3]}&%61pi_key=${secrets[4]}&limit=1` });
+  for (const value of [token, ...secrets]) assert.equal(logged.includes(value), false, value);
+  assert.ok(logged.includes('x-api-key=[redacted]') && logged.includes('limit=1'));
+});
