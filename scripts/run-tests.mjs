@@ -88,7 +88,10 @@ if (!process.env.DATABASE_URL) {
 }
 
 const concurrency = process.env.PLAZA_TEST_CONCURRENCY ?? '2';
-child = spawn(process.execPath, ['--enable-source-maps', '--test', `--test-concurrency=${concurrency}`, ...files], { env, stdio: 'inherit' });
+// A test that waits for something that never comes (a NOTIFY lost, say) fails after this instead of
+// hanging the run until CI gives up on it; the reliability suite's tests set their own, longer ones.
+const timeout = suite === 'reliability' ? [] : ['--test-timeout=300000'];
+child = spawn(process.execPath, ['--enable-source-maps', '--test', `--test-concurrency=${concurrency}`, ...timeout, ...files], { env, stdio: 'inherit' });
 const code = await new Promise((resolve) => child.on('exit', (exitCode, signal) => resolve(exitCode ?? (signal ? 1 : 0))));
 await cleanUp();
 process.exit(code);

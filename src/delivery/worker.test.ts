@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
+import { systemClock } from '../clock.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { encryptSecret, newWebhookSecret } from '../webhooks/secret-box.js';
 import { completeAttempts } from './complete.js';
@@ -296,8 +297,68 @@ describe('delivery worker: sending, signing, retries', () => {
       assert.equal(late, false);
       assert.equal((await deliveryRow(ctx.db, delivery.id)).status, 'delivering');
       assert.equal((await attemptRows(ctx.db, delivery.id)).length, 0);
+      // Nor can its failures touch the webhook: a late 410 would disable it, a late 500 mark it failing.
+      for (const [statusCode, outcome] of [[410, { kind: 'gone' }], [500, { kind: 'retry', delayMs: 60_000 }]] as const) {
+        const lateFailure = await completeAttempts(ctx.db, [
+          { deliveryId: delivery.id, webhookId: webhook.id, startedAt: ctx.clock.now(), durationMs: 1, statusCode, error: null, responseBody: null, outcome },
+        ], { workerId: 'worker-a', clockOffsetMs: clockOffsetMs(ctx.clock), disableAfterDays: 5 });
+        assert.equal(lateFailure.recorded.size, 0);
+        assert.equal(lateFailure.disabledWebhooks.size, 0);
+      }
+      const { rows: [health] } = await ctx.db.query<{ active: boolean; disabled_reason: string | null; failing_since: Date | null }>(
+        `SELECT active, disabled_reason, failing_since FROM webhooks WHERE id = $1`, [webhook.id]);
+      assert.deepEqual(health, { active: true, disabled_reason: null, failing_since: null });
     } finally {
       await other.close();
+    }
+  });
+
+  test('a claim passes over a due delivery that another transaction holds and takes the next ones (it does not wait)', async () => {
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
+    const ids: number[] = [];
+    for (let n = 0; n < 3; n++) ids.push((await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() })).id);
+    // A webhook's DELETE cascading over its backlog, or a deactivation holding its rows, say.
+    let locked!: () => void;
+    let release!: () => void;
+    const lockTaken = new Promise<void>((resolve) => (locked = resolve));
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const holder = ctx.db.transaction(async (tx) => {
+      await tx.query(`SELECT id FROM deliveries WHERE id = $1 FOR UPDATE`, [ids[0]]);
+      locked();
+      await released;
+    });
+    await lockTaken;
+    const claiming = claim(deliverer, 10);
+    const outcome = await Promise.race([claiming, new Promise<'waited'>((resolve) => setTimeout(() => resolve('waited'), 3000))]);
+    release();
+    await holder;
+    await claiming;
+    assert.notEqual(outcome, 'waited', 'the claim waited for the lock');
+    assert.deepEqual((outcome as { id: number }[]).map((row) => row.id).sort((a, b) => a - b), ids.slice(1));
+  });
+
+  test('leases and due times are the database\'s time, not the host\'s: a host clock an hour ahead moves neither', async () => {
+    const local = createDeliverer({ ...ctx, clock: systemClock, workerId: 'worker-host-ahead' });
+    const realNow = Date.now;
+    try {
+      const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
+      const delivery = await seedDelivery(ctx.db, webhook, { now: new Date(realNow() - 1000) });
+      Date.now = () => realNow() + 3_600_000;
+      const taken = await claim(local, 10);
+      assert.deepEqual(taken.map((row) => row.id), [delivery.id]);
+      const { rows: [leased] } = await ctx.db.query<{ expires_in: number }>(
+        `SELECT extract(epoch FROM lease_expires_at - now())::float8 AS expires_in FROM deliveries WHERE id = $1`, [delivery.id]);
+      assert.ok(Math.abs(leased!.expires_in - ctx.config.DELIVERY_LEASE_SECONDS) < 10, `lease expires in ${leased!.expires_in} s`);
+      await completeAttempts(ctx.db, [
+        { deliveryId: delivery.id, webhookId: webhook.id, startedAt: new Date(), durationMs: 1, statusCode: 500, error: null, responseBody: null, outcome: { kind: 'retry', delayMs: 60_000 } },
+      ], { workerId: 'worker-host-ahead', clockOffsetMs: clockOffsetMs(systemClock), disableAfterDays: 5 });
+      Date.now = realNow;
+      const { rows: [row] } = await ctx.db.query<{ due_in: number }>(
+        `SELECT extract(epoch FROM next_attempt_at - now())::float8 AS due_in FROM deliveries WHERE id = $1`, [delivery.id]);
+      assert.ok(Math.abs(row!.due_in - 60) < 10, `due in ${row!.due_in} s, not 60 s by the database's clock`);
+    } finally {
+      Date.now = realNow;
+      await local.close();
     }
   });
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
+import { notificationHeaders } from '../delivery/sender.js';
 import { parseNetworks } from '../net/address-policy.js';
 import { checkCallbackUrl, checkCode, checkHeaders, checkName, normalizeSellerId, normalizeTopic } from './webhook-validators.js';
 
@@ -93,6 +94,15 @@ describe('webhook headers', () => {
 
   test('every map of the grammar is accepted unchanged', () => {
     fc.assert(fc.property(grammar, (headers) => assert.deepEqual(checkHeaders(headers), { ok: true, value: headers })), RUNS);
+  });
+  test('what is accepted is what is sent: no header accepted at create is dropped or replaced at send (the Expect bug)', () => {
+    const named = fc.oneof(grammar, fc.constantFrom(...['Expect', 'X-Correlation-Id', 'Cookie', 'X-Forwarded-For', 'Accept', 'Content-Encoding'].map((n) => ({ [n]: 'v' }))));
+    fc.assert(fc.property(named, (headers) => {
+      const checked = checkHeaders(headers);
+      if (!checked.ok) return;
+      const sent = notificationHeaders({ url: 'https://r.example.com/h', messageId: 'msg_1', body: '{}', keys: [Buffer.alloc(32)], headers: checked.value, timestampSeconds: 1 });
+      for (const [name, value] of Object.entries(checked.value)) assert.equal(sent[name.toLowerCase()], value, name);
+    }), RUNS);
   });
   test('any map is accepted exactly when the rules allow it; each refusal names a header or the map', () => {
     const anyMap = fc.oneof(fc.dictionary(fc.oneof(name, anyText), value, { maxKeys: 25 }), fc.dictionary(name, fc.oneof(value, fc.integer(), fc.constant(null)), { maxKeys: 8 }));
