@@ -77,16 +77,9 @@ export async function assertMarketplaceAccess(db: Queryable, principal: Principa
 }
 
 /**
- * The webhook `code` in `marketplaceCode` that the principal may see; AppError not_found otherwise
- * (unknown marketplace, marketplace the principal may not use, another tenant's webhook).
- *
- * Admins see every tenant's webhooks. When several tenants use the same code in one marketplace,
- * the admins' own webhook wins; without one, a code used by exactly one tenant resolves to it, and
- * a code used by several is 409 `conflict` (the admin cannot tell which one is meant).
- */
-/**
- * Of one marketplace's webhooks, the ids an admin can address by code (the rule above): the admins'
- * own where they have one; otherwise the code's only webhook; none of a code several tenants share.
+ * Of one marketplace's webhooks, the ids an admin can address by code (loadWebhookForPrincipal's
+ * rule): the admins' own where they have one; otherwise the code's only webhook; none of a code
+ * several tenants share.
  */
 export function addressableByAdmin(webhooks: readonly Pick<WebhookRow, 'id' | 'code' | 'tenant_kind'>[]): Set<number> {
   const byCode = new Map<string, Pick<WebhookRow, 'id' | 'code' | 'tenant_kind'>[]>();
@@ -99,6 +92,14 @@ export function addressableByAdmin(webhooks: readonly Pick<WebhookRow, 'id' | 'c
   return ids;
 }
 
+/**
+ * The webhook `code` in `marketplaceCode` that the principal may see; AppError not_found otherwise
+ * (unknown marketplace, marketplace the principal may not use, another tenant's webhook).
+ *
+ * Admins see every tenant's webhooks. When several tenants use the same code in one marketplace,
+ * the admins' own webhook wins; without one, a code used by exactly one tenant resolves to it, and
+ * a code used by several is 409 `conflict` (the admin cannot tell which one is meant).
+ */
 export async function loadWebhookForPrincipal(db: Queryable, principal: Principal, marketplaceCode: string, code: string): Promise<WebhookRow> {
   await assertMarketplaceAccess(db, principal, marketplaceCode);
   if (principal.role === 'admin') {
