@@ -68,11 +68,6 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     allowed: parseNetworks(config.WEBHOOK_ALLOWED_NETWORKS),
     connectTimeoutMs: config.DELIVERY_CONNECT_TIMEOUT_MS,
     responseTimeoutMs: config.DELIVERY_TIMEOUT_MS,
-    // As many sockets per receiver origin as the sends need: the worker's caps (per webhook, per
-    // tenant, DELIVERY_CONCURRENCY) bound them. A cap here was shared by every webhook and tenant
-    // on one receiver host: 50 hanging requests of one tenant made another's notification to the
-    // same host wait in the client for their timeout, and that wait counted as its own.
-    connectionsPerOrigin: null,
   });
   const workerId = deps.workerId ?? newWorkerId();
   const completions = new CompletionBatcher(

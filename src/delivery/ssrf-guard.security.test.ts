@@ -39,7 +39,7 @@ const REFUSED: [string, RegExp][] = [
 ];
 
 describe('SSRF guard at connect time', () => {
-  const agent = createGuardedAgent({ allowed: [], connectTimeoutMs: 1000, responseTimeoutMs: 2000, connectionsPerOrigin: null });
+  const agent = createGuardedAgent({ allowed: [], connectTimeoutMs: 1000, responseTimeoutMs: 2000 });
   after(() => agent.close());
 
   for (const [url, reason] of REFUSED) {
@@ -57,7 +57,7 @@ describe('SSRF guard at connect time', () => {
   });
 
   test('a name that does not resolve is dns_failure for the tenant, the resolver error in the detail', async () => {
-    const failing = createGuardedAgent({ allowed: [], connectTimeoutMs: 1000, responseTimeoutMs: 1000, connectionsPerOrigin: null, resolve: async () => {
+    const failing = createGuardedAgent({ allowed: [], connectTimeoutMs: 1000, responseTimeoutMs: 1000, resolve: async () => {
       throw Object.assign(new Error('x'), { code: 'ENOTFOUND' });
     } });
     try {
@@ -97,7 +97,6 @@ describe('SSRF guard at connect time', () => {
     let lookups = 0;
     // The first answer is allowed, every later one would point elsewhere: only one lookup may happen per connection.
     const rebinding = createGuardedAgent({
-      connectionsPerOrigin: null,
       allowed: parseNetworks('127.0.0.1/32'),
       connectTimeoutMs: 1000,
       responseTimeoutMs: 2000,

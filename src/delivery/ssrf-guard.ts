@@ -45,11 +45,6 @@ export interface GuardedAgentOptions {
   connectTimeoutMs: number;
   /** Longest wait for response headers and between body chunks. */
   responseTimeoutMs: number;
-  /**
-   * Sockets per receiver origin at most; null: as many as the sends need, for a caller whose own
-   * limits bound its sends (the worker's caps).
-   */
-  connectionsPerOrigin: number | null;
   resolve?: Resolve;
 }
 
@@ -72,6 +67,11 @@ export function createGuardedAgent(options: GuardedAgentOptions): Agent {
     headersTimeout: options.responseTimeoutMs,
     bodyTimeout: options.responseTimeoutMs,
     keepAliveTimeout: 4000,
-    connections: options.connectionsPerOrigin,
+    // As many sockets per receiver origin as the sends need: each caller's own per-tenant limits
+    // bound them (the worker's caps per webhook and tenant; TENANT_TESTS_PER_MINUTE for tests). A
+    // cap here would be shared by every tenant whose callbacks are on one host: one tenant's
+    // requests held open there made another's wait in the client, and that wait counted against
+    // its own timeout.
+    connections: null,
   });
 }

@@ -61,16 +61,14 @@ export const testNotificationRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = as
 
 /**
  * The HTTP client of test notifications (the API's and the portal's): the SSRF guard and timeouts of
- * deliveries, and at most DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK sockets per receiver origin. Test sends
- * do not go through the worker, whose caps bound the deliveries' sockets: without this bound, tests
- * sent in parallel to a receiver that holds them open each kept one socket to it.
+ * deliveries. What bounds a tenant's test sockets is its TENANT_TESTS_PER_MINUTE, taken by both
+ * doors; no cap per receiver origin, which every tenant with callbacks on that host would share.
  */
 export function createTestAgent(config: Config): Agent {
   return createGuardedAgent({
     allowed: parseNetworks(config.WEBHOOK_ALLOWED_NETWORKS),
     connectTimeoutMs: config.DELIVERY_CONNECT_TIMEOUT_MS,
     responseTimeoutMs: config.DELIVERY_TIMEOUT_MS,
-    connectionsPerOrigin: config.DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK,
   });
 }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { accessTokenFor, bearer, seedUser } from '../testing/fixtures.js';
+import { accessTokenFor, bearer, seedConnection, seedUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { Receiver, seedWebhook } from './delivery-test-kit.js';
 
@@ -75,28 +75,39 @@ describe('POST /v1/{mkt}/webhooks/{code}/test', () => {
   });
 });
 
-describe('test notifications in parallel to a receiver that holds them', () => {
+describe('test notifications of two tenants to one receiver host', () => {
   let ctx: TestContext;
   let receiver: Receiver;
   before(async () => {
-    // The API's rate limit off: what bounds the sockets here is the test agent's own cap.
-    ctx = await createTestApp({ DELIVERY_TIMEOUT_MS: '1500', DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK: '2', TENANT_TESTS_PER_MINUTE: '0' });
+    // A per-webhook limit of 2: a cap of that size per receiver origin, shared by every tenant,
+    // would be full with the first tenant's held requests.
+    ctx = await createTestApp({ DELIVERY_TIMEOUT_MS: '3000', DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK: '2' });
     receiver = await Receiver.start();
-    receiver.hangAll();
+    receiver.hangPaths('/held');
   });
   after(async () => {
     await receiver.close();
     await ctx.close();
   });
 
-  test('hold at most DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK sockets to its origin (they do not go through the worker and its caps)', async () => {
-    const token = bearer(await accessTokenFor(ctx, await seedUser(ctx.db, { role: 'admin' })));
-    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
-    const sent = Array.from({ length: 6 }, () => ctx.app.inject({ method: 'POST', url: `/v1/${webhook.marketplaceCode}/webhooks/${webhook.code}/test`, headers: token }));
-    await receiver.waitFor(2);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    assert.equal(receiver.requests.length, 2, 'requests reached the receiver at once');
-    const results = (await Promise.all(sent)).map((response) => response.json<{ success: boolean; error: string }>());
-    assert.ok(results.every((result) => !result.success && /timeout/.test(result.error)), JSON.stringify(results));
+  test("one tenant's tests held open by the receiver do not hold back another tenant's test to the same host", async () => {
+    const tenant = async (sellerId: number, path: string) => {
+      await seedConnection(ctx.db, sellerId, 'mkt');
+      const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url(path), tenantKind: 'seller', tenantId: String(sellerId) });
+      const token = bearer(await accessTokenFor(ctx, await seedUser(ctx.db, { sellerId })));
+      return () => ctx.app.inject({ method: 'POST', url: `/v1/mkt/webhooks/${webhook.code}/test`, headers: token });
+    };
+    const testA = await tenant(1, '/held');
+    const testB = await tenant(2, '/hook');
+    // Within A's TENANT_TESTS_PER_MINUTE, which is what bounds its sockets.
+    const held = Array.from({ length: 6 }, () => testA());
+    await Promise.race([receiver.waitFor(6), new Promise((resolve) => setTimeout(resolve, 2000))]);
+    assert.equal(receiver.requestsTo('/held').length, 6, "A's tests all reach the receiver: no cap per receiver origin holds them back");
+    const startedAt = Date.now();
+    const b = (await testB()).json<{ success: boolean; status_code: number | null }>();
+    assert.deepEqual([b.success, b.status_code], [true, 200]);
+    assert.ok(Date.now() - startedAt < 1500, `B waited ${Date.now() - startedAt} ms behind A`);
+    const a = (await Promise.all(held)).map((response) => response.json<{ success: boolean; error: string }>());
+    assert.ok(a.every((result) => !result.success && /timeout/.test(result.error)), JSON.stringify(a));
   });
 });
