@@ -41,7 +41,8 @@ export function pageContext(session: PortalSession, marketplaceCode: string): Pa
 
 /** `Name: value` lines to a header map; a line without a colon is reported on the field. */
 export function parseHeaderLines(text: string): { headers: Record<string, string> } | { error: string } {
-  const headers: Record<string, string> = {};
+  // No prototype: a line named __proto__ reaches the validator, which refuses it, instead of vanishing.
+  const headers: Record<string, string> = Object.create(null) as Record<string, string>;
   for (const [index, line] of text.split(/\r?\n/).entries()) {
     if (line.trim() === '') continue;
     const colon = line.indexOf(':');

@@ -95,6 +95,10 @@ describe('portal sessions, links and page security', () => {
     const csrf = await csrfOf(cookie);
     const post = (url: string, fields: Record<string, string>) =>
       ctx.app.inject({ method: 'POST', url, headers: { ...FORM, host, cookie, origin }, payload: new URLSearchParams({ _csrf: csrf, ...fields }).toString() });
+    // A header line named __proto__ is refused, as in the API (a plain object silently swallowed it).
+    const refusedHeader = await post('/portal/MKT/webhooks/new', { code: 'tested', name: 'n', topic: 'order/create', callback_url: 'http://127.0.0.1:9/closed', headers: '__proto__: x\nX-A: b' });
+    assert.equal(refusedHeader.statusCode, 400, refusedHeader.body);
+    assert.match(refusedHeader.body, /a header cannot be named __proto__/);
     const created = await post('/portal/MKT/webhooks/new', { code: 'tested', name: 'n', topic: 'order/create', callback_url: 'http://127.0.0.1:9/closed' });
     assert.equal(created.statusCode, 201, created.body);
     const statuses: number[] = [];

@@ -81,13 +81,13 @@ describe('webhook headers', () => {
     let bytes = 0;
     for (const [name, value] of entries) {
       if (name.length === 0 || !inSet(TCHAR)(name)) return false;
-      if (RESERVED.includes(name.toLowerCase()) || name.toLowerCase().startsWith('proxy-')) return false;
+      if (RESERVED.includes(name.toLowerCase()) || name.toLowerCase().startsWith('proxy-') || name.toLowerCase() === '__proto__') return false;
       if (typeof value !== 'string' || !inSet(VALUE_CHARS)(value)) return false;
       bytes += new TextEncoder().encode(name).length + new TextEncoder().encode(value).length;
     }
     return bytes <= 8192;
   };
-  const name = fc.oneof(charsOf(TCHAR, 1, 20), fc.constantFrom(...RESERVED, 'Proxy-Authorization', 'HOST', 'X-Api-Key', 'x-api-key', 'Authorization'));
+  const name = fc.oneof(charsOf(TCHAR, 1, 20), fc.constantFrom(...RESERVED, 'Proxy-Authorization', 'HOST', 'X-Api-Key', 'x-api-key', 'Authorization', '__proto__', '__PROTO__'));
   const value = fc.oneof(charsOf(VALUE_CHARS, 0, 40), charsOf(VALUE_CHARS, 500, 1200), anyText);
   const grammar = fc.dictionary(charsOf(TCHAR, 1, 20).filter((n) => reference({ [n]: '' })), charsOf(VALUE_CHARS, 0, 100), { maxKeys: 20 })
     .filter((headers) => reference(headers));

@@ -125,6 +125,9 @@ export function checkHeaders(headers: Record<string, unknown>): { ok: true; valu
       continue;
     }
     if (isReservedHeader(name)) problems.push({ header: name, message: `header "${name}" is set by the service and cannot be given` });
+    // As in JSON bodies (json-body.ts): as a key of a JavaScript object it sets the prototype, and
+    // the header would silently not be sent (names are lowercased there, so in any case).
+    else if (name.toLowerCase() === '__proto__') problems.push({ header: name, message: 'a header cannot be named __proto__' });
     else if (seen.has(name.toLowerCase())) problems.push({ header: name, message: `header "${name}" is given twice (names ignore case)` });
     seen.add(name.toLowerCase());
     if (typeof value !== 'string') problems.push({ header: name, message: `the value of header "${name}" must be a string` });
