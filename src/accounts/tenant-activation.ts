@@ -22,14 +22,15 @@ function usersOf(kind: TenantKind): string {
 
 /**
  * Portal sessions opened by a link (no API session to revoke) that act for the tenant or inside it:
- * a seller's, whoever made the link; for a marketplace, every link session confined to it (its own
+ * for a seller, those scoped to it, whoever made the link (the session acts as its maker,
+ * src/portal/portal-access.ts); for a marketplace, every link session confined to it (its own
  * and its sellers'). That includes every link its users made: a link is always inside the
  * marketplace of its maker, and only marketplace users and admins make links.
  */
 function linkSessionsOf(kind: TenantKind): string {
   return kind === 'marketplace'
     ? `auth_session_id IS NULL AND scope_marketplace = $1::text`
-    : `auth_session_id IS NULL AND role = 'seller' AND seller_id = $1::text::int`;
+    : `auth_session_id IS NULL AND scope_seller = $1::text::int`;
 }
 
 /** Portal links not used yet for the tenant or inside it (so, as above, every one its users made). */

@@ -3,7 +3,7 @@ import { marketplaceActiveSql, sellerActiveSql } from '../accounts/tenant-state.
 import { lockAccount } from '../auth/account-lock.js';
 import type { Queryable } from '../db/database.js';
 
-/** A portal link's scope: the seller's own webhooks in the marketplace, or (no seller) the marketplace's. */
+/** A portal link's scope: webhooks about one seller in the marketplace, or (no seller) none of the sellers' own (portal-access.ts). */
 export interface PortalLinkScope {
   marketplaceCode: string;
   sellerId: number | null;
@@ -29,7 +29,7 @@ export async function insertPortalLink(db: Queryable, scope: PortalLinkScope, cr
  * deactivated (or is being deactivated: their rows are locked first, as for a login, account-lock.ts,
  * so that a deactivation either is seen here or deletes the session opened).
  */
-export async function consumePortalLink(tx: Queryable, token: string, now: Date): Promise<(PortalLinkScope & { createdBy: number }) | undefined> {
+export async function consumePortalLink(tx: Queryable, token: string, now: Date): Promise<(PortalLinkScope & { createdBy: number; maker: LinkMaker }) | undefined> {
   const hash = hashToken(token);
   const found = await tx.query<{ created_by: number; marketplace_code: string; seller_id: number | null }>(
     `SELECT created_by, marketplace_code, seller_id FROM portal_links WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2`,
@@ -44,14 +44,28 @@ export async function consumePortalLink(tx: Queryable, token: string, now: Date)
     [link.marketplace_code, link.seller_id],
   );
   if (!scope.rows[0]!.active) return undefined;
-  const { rows } = await tx.query<{ marketplace_code: string; seller_id: number | null; created_by: number }>(
-    `UPDATE portal_links SET used_at = $2
-      WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2
-      RETURNING marketplace_code, seller_id, created_by`,
+  // The maker's role, marketplace and seller, read under the lock taken above: the session acts as them.
+  const { rows } = await tx.query<{ marketplace_code: string; seller_id: number | null; created_by: number; maker_role: LinkMaker['role']; maker_seller_id: number; maker_marketplace_code: string | null }>(
+    `UPDATE portal_links l SET used_at = $2
+       FROM users u
+      WHERE l.token_hash = $1 AND l.used_at IS NULL AND l.expires_at > $2 AND u.id = l.created_by
+      RETURNING l.marketplace_code, l.seller_id, l.created_by, u.role AS maker_role, u.seller_id AS maker_seller_id, u.marketplace_code AS maker_marketplace_code`,
     [hash, now],
   );
   const row = rows[0];
-  return row && { marketplaceCode: row.marketplace_code, sellerId: row.seller_id, createdBy: row.created_by };
+  return row && {
+    marketplaceCode: row.marketplace_code,
+    sellerId: row.seller_id,
+    createdBy: row.created_by,
+    maker: { role: row.maker_role, sellerId: row.maker_seller_id, marketplaceCode: row.maker_marketplace_code },
+  };
+}
+
+/** The user who made a link, as its principal has it: the link's session acts as this. */
+export interface LinkMaker {
+  role: 'seller' | 'marketplace' | 'admin';
+  sellerId: number;
+  marketplaceCode: string | null;
 }
 
 /** Links and portal sessions past their expiry are of no use: maintenance removes them. */

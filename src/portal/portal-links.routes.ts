@@ -13,7 +13,7 @@ const PortalLinkBody = Type.Object(
   {
     seller_id: Type.Optional(
       Type.Union([Type.Integer({ minimum: 1, maximum: MAX_INT32 }), Type.String({ pattern: '^[1-9][0-9]{0,9}$' })], {
-        description: 'The seller whose own webhooks in this marketplace the portal session manages. Left out: the marketplace\'s own webhooks.',
+        description: 'The seller the portal session is confined to: the caller\'s webhooks for that seller alone (and, for an admin, the seller\'s own webhooks; a marketplace\'s link lists those read-only, header values masked). Left out: the caller\'s webhooks in the marketplace, sellers\' own excepted.',
         examples: [42],
       }),
     ),
@@ -22,10 +22,10 @@ const PortalLinkBody = Type.Object(
 );
 
 const PortalLink = Type.Object({
-  url: Type.String({ description: 'One-time URL that opens a portal session limited to the scope. Open it in a new tab or window (the portal refuses to be framed).' }),
+  url: Type.String({ description: 'One-time URL that opens a portal session acting as the caller, limited to the scope. Open it in a new tab or window (the portal refuses to be framed).' }),
   expires_at: Type.String({ format: 'date-time', description: 'The link is refused after this (PORTAL_LINK_TTL_SECONDS, 15 minutes by default) and after its first use.' }),
   marketplace_code: Type.String(),
-  seller_id: Type.Union([Type.Integer(), Type.Null()], { description: 'The seller of the scope, or null for the marketplace\'s own webhooks.' }),
+  seller_id: Type.Union([Type.Integer(), Type.Null()], { description: 'The seller of the scope, or null (no seller).' }),
 });
 
 /**
@@ -43,7 +43,7 @@ export const portalLinkRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (a
         tags: ['portal'],
         operationId: 'createPortalLink',
         summary: 'Create a one-time portal link',
-        description: 'Marketplace users (their own marketplace) and admins only. With `seller_id`, the session manages that seller\'s own webhooks in the marketplace (the seller must be connected to it); without, the marketplace\'s own webhooks.',
+        description: 'Marketplace users (their own marketplace) and admins only. The session acts as the caller and never gets more than the caller gets through the API: with `seller_id` (a seller connected to the marketplace), the caller\'s webhooks for that seller; without, the caller\'s webhooks in the marketplace.',
         security: [{ bearerAuth: [] }],
         params: MarketplaceParams,
         body: PortalLinkBody,

@@ -2,13 +2,21 @@ import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Principal } from '../auth/access-tokens.js';
 import type { Queryable } from '../db/database.js';
 import { hashToken } from './portal-links.repository.js';
-import { marketplaceActiveSql, tenantActiveSql } from '../accounts/tenant-state.js';
+import { marketplaceActiveSql, sellerActiveSql, tenantActiveSql } from '../accounts/tenant-state.js';
 
-/** A signed-in portal session: who it acts as, and (from a portal link) the one marketplace it may see. */
+/**
+ * A signed-in portal session: who it acts as and, from a portal link, the scope it is confined to.
+ * A link's session acts as the link's maker (its role, marketplace and seller), never as the seller
+ * the link names: the API's rule for that principal decides, and the scope only narrows it
+ * (src/portal/portal-access.ts).
+ */
 export interface PortalSession {
   principal: Principal;
   csrfToken: string;
+  /** Set for portal-link sessions: the only marketplace the session may see. */
   scopeMarketplace: string | null;
+  /** Set for a link made for a seller: only webhooks about that seller (portal-access.ts). */
+  scopeSeller: number | null;
   displayName: string;
 }
 
@@ -19,6 +27,7 @@ export interface NewPortalSession {
   sellerId: number;
   marketplaceCode: string | null;
   scopeMarketplace: string | null;
+  scopeSeller: number | null;
   displayName: string;
   now: Date;
   ttlSeconds: number;
@@ -31,11 +40,11 @@ export interface NewPortalSession {
 export async function createPortalSession(db: Queryable, session: NewPortalSession): Promise<string> {
   const id = randomBytes(32).toString('base64url');
   await db.query(
-    `INSERT INTO portal_sessions (id_hash, csrf_token, user_id, auth_session_id, role, seller_id, marketplace_code, scope_marketplace, display_name, created_at, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10::timestamptz + make_interval(secs => $11))`,
+    `INSERT INTO portal_sessions (id_hash, csrf_token, user_id, auth_session_id, role, seller_id, marketplace_code, scope_marketplace, scope_seller, display_name, created_at, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $12, $9, $10, $10::timestamptz + make_interval(secs => $11))`,
     [
       hashToken(id), randomBytes(24).toString('base64url'), session.userId, session.authSessionId, session.role, session.sellerId,
-      session.marketplaceCode, session.scopeMarketplace, session.displayName, session.now, session.ttlSeconds,
+      session.marketplaceCode, session.scopeMarketplace, session.displayName, session.now, session.ttlSeconds, session.scopeSeller,
     ],
   );
   return id;
@@ -48,9 +57,9 @@ export async function createPortalSession(db: Queryable, session: NewPortalSessi
 export async function findPortalSession(db: Queryable, cookie: string, now: Date): Promise<PortalSession | undefined> {
   const { rows } = await db.query<{
     csrf_token: string; user_id: number; auth_session_id: string | null; role: Principal['role']; seller_id: number;
-    marketplace_code: string | null; scope_marketplace: string | null; display_name: string;
+    marketplace_code: string | null; scope_marketplace: string | null; scope_seller: number | null; display_name: string;
   }>(
-    `SELECT p.csrf_token, p.user_id, p.auth_session_id, p.role, p.seller_id, p.marketplace_code, p.scope_marketplace, p.display_name
+    `SELECT p.csrf_token, p.user_id, p.auth_session_id, p.role, p.seller_id, p.marketplace_code, p.scope_marketplace, p.scope_seller, p.display_name
        FROM portal_sessions p
        JOIN users u ON u.id = p.user_id AND u.active
        LEFT JOIN sessions s ON s.id = p.auth_session_id
@@ -58,7 +67,11 @@ export async function findPortalSession(db: Queryable, cookie: string, now: Date
         -- The tenant the session acts for is still active (a deactivated seller or marketplace ends it),
         -- and so is the marketplace a link's session is confined to (a seller's link made by it).
         AND ${tenantActiveSql('p.role', 'p.seller_id', 'p.marketplace_code')}
-        AND (p.scope_marketplace IS NULL OR ${marketplaceActiveSql('p.scope_marketplace')})`,
+        AND (p.scope_marketplace IS NULL OR ${marketplaceActiveSql('p.scope_marketplace')})
+        AND (p.scope_seller IS NULL OR ${sellerActiveSql('p.scope_seller')})
+        -- A link session acting as a seller was opened by the previous release (migration 013): it
+        -- granted a marketplace's link the seller's own rights, so it is no session any more.
+        AND NOT (p.auth_session_id IS NULL AND p.role = 'seller')`,
     [hashToken(cookie), now],
   );
   const row = rows[0];
@@ -75,6 +88,7 @@ export async function findPortalSession(db: Queryable, cookie: string, now: Date
     },
     csrfToken: row.csrf_token,
     scopeMarketplace: row.scope_marketplace,
+    scopeSeller: row.scope_seller,
     displayName: row.display_name,
   };
 }

@@ -9,6 +9,7 @@ import { addressableByAdmin, assertMarketplaceAccess, tenantOf } from '../webhoo
 import { STATUS_TOPIC_PREFIX } from '../webhooks/webhook-validators.js';
 import { listWebhooks } from '../webhooks/webhooks.repository.js';
 import { changeWebhook, createWebhook, rotateSecret, webhookSettings } from '../webhooks/webhooks.service.js';
+import { inLinkScope, readOnlySellerOf, sellerEditable, sellerIdForForm } from './portal-access.js';
 import type { PortalSession } from './portal-sessions.js';
 import { assertInScope, loadScopedWebhook, refusedByTenantLimit, sendPage, sendRefusal, sessionOf, type PortalDeps } from './portal.routes.js';
 import type { PageContext } from './views/layout.js';
@@ -69,17 +70,24 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
     return pageContext(session, marketplaceCode);
   };
   const load = (session: PortalSession, params: { marketplace_code: string; code: string }) => loadScopedWebhook(db, session, params);
-  const sellerEditable = (session: PortalSession) => session.principal.role !== 'seller';
 
   app.get(hooks, { schema: { ...hide, params: MarketplaceParams }, preHandler: requireSession }, async (request, reply) => {
     const session = sessionOf(request);
     const { marketplace_code: mkt } = request.params;
     const context = scoped(session, mkt);
     await assertMarketplaceAccess(db, session.principal, mkt);
-    const { rows } = await listWebhooks(db, { tenant: session.principal.role === 'admin' ? undefined : tenantOf(session.principal), marketplaceCode: mkt, limit: 100 });
+    // The principal's webhooks as the API lists them, then the link's scope (the same rule as each page's).
+    const linkScope = session.scopeMarketplace === null ? undefined : { sellerId: session.scopeSeller === null ? null : String(session.scopeSeller) };
+    const listed = await listWebhooks(db, { tenant: session.principal.role === 'admin' ? undefined : tenantOf(session.principal), marketplaceCode: mkt, limit: 100, linkScope });
+    const rows = listed.rows.filter((row) => inLinkScope(session, row));
     const held = await countHeldByWebhook(db, rows.map((row) => Number(row.id)));
-    const openable = session.principal.role === 'admin' ? addressableByAdmin(rows) : undefined;
-    return sendPage(reply, webhookListPage(context, rows, held, openable));
+    // An admin addresses webhooks by code across tenants: of those in the list, the ones it can open.
+    const openable = session.principal.role === 'admin' ? addressableByAdmin(listed.rows) : undefined;
+    const readOnlySeller = readOnlySellerOf(session);
+    const readOnly = readOnlySeller === undefined
+      ? undefined
+      : (await listWebhooks(db, { tenant: { kind: 'seller', id: String(readOnlySeller) }, marketplaceCode: mkt, limit: 100 })).rows;
+    return sendPage(reply, webhookListPage(context, rows, held, openable, readOnly && { sellerId: readOnlySeller!, webhooks: readOnly }));
   });
 
   app.get(`${hooks}/new`, { schema: { ...hide, params: MarketplaceParams }, preHandler: requireSession }, async (request, reply) => {
@@ -112,7 +120,7 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
         name: values.name ?? '',
         topic,
         callback_url: values.callback_url ?? '',
-        seller_id: values.seller_id?.trim() || '*',
+        seller_id: sellerIdForForm(session, values.seller_id),
         headers: parsed.headers,
       }, settings, clock.now());
       return sendPage(reply, secretPage(context, webhook, secret), 201);
@@ -148,7 +156,7 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
       await changeWebhook(db, session.principal, webhook.marketplace_code, webhook.code, {
         name: values.name ?? '',
         callback_url: values.callback_url ?? '',
-        seller_id: values.seller_id?.trim() || '*',
+        seller_id: sellerIdForForm(session, values.seller_id, webhook),
         headers: parsed.headers,
       }, settings, clock.now());
     } catch (error) {

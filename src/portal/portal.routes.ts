@@ -13,6 +13,7 @@ import { AppError, notFound } from '../http/errors.js';
 import type { TenantAction } from '../http/tenant-rate-limit.js';
 import { loadWebhookForPrincipal } from '../webhooks/webhook-access.js';
 import type { Html } from './html.js';
+import { assertWebhookInScope } from './portal-access.js';
 import { consumePortalLink } from './portal-links.repository.js';
 import { assertCsrfToken, assertSameOrigin, setPageHeaders } from './portal-security.js';
 import { createPortalSession, deletePortalSession, findPortalSession, type PortalSession } from './portal-sessions.js';
@@ -65,10 +66,14 @@ export function assertInScope(session: PortalSession, marketplaceCode: string): 
   if (session.scopeMarketplace !== null && session.scopeMarketplace !== marketplaceCode) throw notFound('No such marketplace is available to you.');
 }
 
-/** A webhook the session may see, in its scope; 404 otherwise, as in the API. */
-export function loadScopedWebhook(db: Queryable, session: PortalSession, params: { marketplace_code: string; code: string }) {
+/**
+ * A webhook the session may manage: one the API lets its principal address (for a link, the
+ * link's maker), inside the link's scope; 404 otherwise, as in the API. Every portal page and form
+ * of one webhook goes through here (src/portal/portal-access.ts).
+ */
+export async function loadScopedWebhook(db: Queryable, session: PortalSession, params: { marketplace_code: string; code: string }) {
   assertInScope(session, params.marketplace_code);
-  return loadWebhookForPrincipal(db, session.principal, params.marketplace_code, params.code);
+  return assertWebhookInScope(session, await loadWebhookForPrincipal(db, session.principal, params.marketplace_code, params.code));
 }
 
 const LoginForm = Type.Object({ username: Type.String({ maxLength: 200 }), password: Type.String({ maxLength: 1024 }) });
@@ -142,6 +147,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
         sellerId: principal.sellerId,
         marketplaceCode: principal.marketplaceCode,
         scopeMarketplace: null,
+        scopeSeller: null,
         displayName: pair.user_name,
         now: clock.now(),
         ttlSeconds: config.PORTAL_SESSION_TTL_SECONDS,
@@ -167,11 +173,13 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
       const id = await createPortalSession(tx, {
         userId: link.createdBy,
         authSessionId: null,
-        // A seller's link acts as that seller; a marketplace link as the marketplace.
-        role: link.sellerId === null ? 'marketplace' : 'seller',
-        sellerId: link.sellerId ?? 0,
-        marketplaceCode: link.sellerId === null ? link.marketplaceCode : null,
+        // The session acts as the link's maker, confined to the link's scope: never as the seller it
+        // names, whose own rights the maker may not have (portal-access.ts).
+        role: link.maker.role,
+        sellerId: link.maker.sellerId,
+        marketplaceCode: link.maker.marketplaceCode,
         scopeMarketplace: link.marketplaceCode,
+        scopeSeller: link.sellerId,
         displayName: link.sellerId === null ? `marketplace ${link.marketplaceCode}` : `seller ${link.sellerId} on ${link.marketplaceCode}`,
         now,
         ttlSeconds: config.PORTAL_SESSION_TTL_SECONDS,

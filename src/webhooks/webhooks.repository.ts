@@ -72,6 +72,12 @@ export interface ListPage {
   limit: number;
   /** Resume after this (code, id), exclusive. */
   after?: { code: string; id: number };
+  /**
+   * A portal link's scope (src/portal/portal-access.ts, inLinkScope, which the portal also applies
+   * to each row): about one seller (its own webhooks, and others' for it alone), or (null) none of
+   * the sellers' own.
+   */
+  linkScope?: { sellerId: string | null };
 }
 
 /**
@@ -84,6 +90,14 @@ export async function listWebhooks(db: Queryable, page: ListPage): Promise<{ row
   if (page.tenant) {
     params.push(page.tenant.kind, page.tenant.id);
     where.push(`tenant_kind = $${params.length - 1}`, `tenant_id = $${params.length}`);
+  }
+  if (page.linkScope) {
+    if (page.linkScope.sellerId === null) {
+      where.push(`tenant_kind <> 'seller'`);
+    } else {
+      params.push(page.linkScope.sellerId);
+      where.push(`(CASE WHEN tenant_kind = 'seller' THEN tenant_id ELSE seller_id END) = $${params.length}`);
+    }
   }
   if (page.after) {
     params.push(page.after.code, page.after.id);

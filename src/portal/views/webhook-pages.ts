@@ -16,8 +16,36 @@ export function health(webhook: WebhookRow): Html {
 
 const reasonText = (reason: string | null) => (reason === 'disabled_by_user' ? 'Paused by a user: new events are held.' : disabledMessage(reason));
 
-/** `openable`: the webhooks an admin can open by code (all, when undefined); see addressableByAdmin. */
-export function webhookListPage(context: PageContext, webhooks: WebhookRow[], held: Map<number, number>, openable?: ReadonlySet<number>) {
+/** A header value is never shown where the viewer may not manage the webhook (portal-access.ts). */
+const MASKED = '••••••';
+
+/**
+ * A seller's own webhooks in a link session whose maker may not manage them (a marketplace's link
+ * for that seller): listed read-only, no link to a page, header names only, with masked values.
+ */
+function readOnlySection(readOnly: { sellerId: number; webhooks: WebhookRow[] }): Html {
+  return html`
+<h2>Seller ${readOnly.sellerId}'s own webhooks (read-only)</h2>
+<p class="hint">The seller manages these with its own sign-in; a portal link made by the marketplace shows them only.</p>
+${readOnly.webhooks.length === 0 ? html`<p>None.</p>` : html`
+<table>
+  <thead><tr><th scope="col">Webhook</th><th scope="col">Topic</th><th scope="col">State</th><th scope="col">Headers</th></tr></thead>
+  <tbody>
+  ${readOnly.webhooks.map((webhook) => html`<tr>
+    <td>${webhook.name}<br><code>${webhook.code}</code></td>
+    <td><code>${webhook.topic}</code></td>
+    <td>${health(webhook)}</td>
+    <td>${Object.keys(webhook.headers).length === 0 ? 'none' : Object.keys(webhook.headers).map((name) => html`<code>${name}: ${MASKED}</code> `)}</td>
+  </tr>`)}
+  </tbody>
+</table>`}`;
+}
+
+/**
+ * `openable`: the webhooks an admin can open by code (all, when undefined); see addressableByAdmin.
+ * `readOnly`: a seller's own webhooks the session may only see (readOnlySection).
+ */
+export function webhookListPage(context: PageContext, webhooks: WebhookRow[], held: Map<number, number>, openable?: ReadonlySet<number>, readOnly?: { sellerId: number; webhooks: WebhookRow[] }) {
   const mkt = context.marketplaceCode!;
   return page(`Webhooks in ${mkt}`, context, html`
 <p><a class="button" href="/portal/${mkt}/webhooks/new">New webhook</a></p>
@@ -38,7 +66,8 @@ ${webhooks.length === 0 ? html`<p>No webhooks yet.</p>` : html`
     <td>${reasonText(webhook.disabled_reason) ?? '—'}</td>
   </tr>`)}
   </tbody>
-</table>`}`);
+</table>`}
+${readOnly && readOnlySection(readOnly)}`);
 }
 
 export interface WebhookFormValues {
