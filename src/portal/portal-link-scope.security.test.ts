@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { accessTokenFor, bearer, seedConnection, seedUser, type SeededUser } from '../testing/fixtures.js';
-import { seedDelivery } from '../delivery/delivery-test-kit.js';
+import { seedDelivery, seedWebhook } from '../delivery/delivery-test-kit.js';
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 const SELLER_CREDENTIAL = 'Bearer seller-erp-credential-3f9a';
@@ -190,6 +190,14 @@ describe('portal link sessions act as the link\'s maker, confined to the link\'s
     assert.doesNotMatch(list, /Marketplace for all|Marketplace for seller 2/);
     assert.equal((await get('/portal/MKT/webhooks/seller-own/deliveries', cookie)).statusCode, 200);
     assert.equal((await get('/portal/MKT/webhooks/mkt-all', cookie)).statusCode, 404, 'not confined to the seller');
+    // A code that another seller uses too: listed unlinked, as the admin's API answers 409 for it,
+    // even though the other seller's webhook is outside the link's scope.
+    for (const tenantId of ['1', '2']) await seedWebhook(ctx.db, ctx.keys, { callbackUrl: 'https://r.example.com/h', marketplaceCode: 'MKT', code: 'dup', tenantKind: 'seller', tenantId });
+    const again = (await get('/portal/MKT/webhooks', cookie)).body;
+    assert.match(again, /seller 1; other tenants use this code too/);
+    assert.doesNotMatch(again, /seller 2; other tenants/);
+    assert.doesNotMatch(again, /href="\/portal\/MKT\/webhooks\/dup"/);
+    assert.equal((await get('/portal/MKT/webhooks/dup', cookie)).statusCode, 409);
   });
 
   test('a link without a seller shows none of the sellers\' own webhooks, whoever made it', async () => {

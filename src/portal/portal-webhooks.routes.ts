@@ -5,7 +5,7 @@ import { countHeldByWebhook, countHeldDeliveries } from '../delivery/deliveries.
 import { createTestAgent, sendTestNotification } from '../delivery/test-notification.routes.js';
 import { AppError } from '../http/errors.js';
 import { MarketplaceParams, WebhookParams } from '../http/path-params.js';
-import { addressableByAdmin, assertMarketplaceAccess, tenantOf } from '../webhooks/webhook-access.js';
+import { addressableByAdmin, assertMarketplaceAccess, tenantOf, type WebhookRow } from '../webhooks/webhook-access.js';
 import { STATUS_TOPIC_PREFIX } from '../webhooks/webhook-validators.js';
 import { listWebhooks } from '../webhooks/webhooks.repository.js';
 import { changeWebhook, createWebhook, rotateSecret, webhookSettings } from '../webhooks/webhooks.service.js';
@@ -71,6 +71,13 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
   };
   const load = (session: PortalSession, params: { marketplace_code: string; code: string }) => loadScopedWebhook(db, session, params);
 
+  /** Every webhook in the marketplace with one of these rows' codes, whoever owns it. */
+  const sameCodes = async (marketplaceCode: string, rows: WebhookRow[]) =>
+    (await db.query<Pick<WebhookRow, 'id' | 'code' | 'tenant_kind'>>(
+      `SELECT id, code, tenant_kind FROM webhooks WHERE marketplace_code = $1 AND code = ANY($2::text[])`,
+      [marketplaceCode, rows.map((row) => row.code)],
+    )).rows;
+
   app.get(hooks, { schema: { ...hide, params: MarketplaceParams }, preHandler: requireSession }, async (request, reply) => {
     const session = sessionOf(request);
     const { marketplace_code: mkt } = request.params;
@@ -81,8 +88,10 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
     const listed = await listWebhooks(db, { tenant: session.principal.role === 'admin' ? undefined : tenantOf(session.principal), marketplaceCode: mkt, limit: 100, linkScope });
     const rows = listed.rows.filter((row) => inLinkScope(session, row));
     const held = await countHeldByWebhook(db, rows.map((row) => Number(row.id)));
-    // An admin addresses webhooks by code across tenants: of those in the list, the ones it can open.
-    const openable = session.principal.role === 'admin' ? addressableByAdmin(listed.rows) : undefined;
+    // An admin addresses webhooks by code across every tenant of the marketplace, in a link's scope or
+    // not: of those in the list, the ones it can open (loadWebhookForPrincipal's rule).
+    const everyTenant = session.principal.role !== 'admin' ? undefined : linkScope ? await sameCodes(mkt, rows) : listed.rows;
+    const openable = everyTenant && addressableByAdmin(everyTenant);
     const readOnlySeller = readOnlySellerOf(session);
     const readOnly = readOnlySeller === undefined
       ? undefined
