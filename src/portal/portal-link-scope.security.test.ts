@@ -164,6 +164,7 @@ describe('portal link sessions act as the link\'s maker, confined to the link\'s
     assert.equal((await post(`${one}/test`)).statusCode, 200);
     assert.equal((await post(`${one}/replay`, { mode: 'count', status: 'failed' })).statusCode, 200);
     assert.equal((await post(`${one}/deliveries/${marketplaceDelivery}/retry`)).statusCode, 303);
+    assert.match((await get('/portal/MKT/webhooks/new', cookie)).body, /<input type="hidden" name="seller_id" value="1">/);
     // A new webhook is the maker's (the marketplace's), for the scope's seller whatever the form says.
     const created = await post('/portal/MKT/webhooks/new', { code: 'made-in-link', name: 'n', topic: 'order/create', callback_url: 'https://m.example/new', seller_id: '*' });
     assert.equal(created.statusCode, 201, created.body);
@@ -207,7 +208,20 @@ describe('portal link sessions act as the link\'s maker, confined to the link\'s
       assert.doesNotMatch(list, /Seller ERP/, maker.username);
       assert.match(list, /Marketplace for all/, maker.username);
       assert.equal((await get('/portal/MKT/webhooks/seller-own', cookie)).statusCode, 404, maker.username);
+      const post = await poster(cookie);
+      for (const action of ['pause', 'rotate-secret', 'test']) assert.equal((await post(`/portal/MKT/webhooks/seller-own/${action}`)).statusCode, 404, `${maker.username} ${action}`);
     }
+    assert.equal((await webhookRow('seller-own', 'seller')).active, true);
+  });
+
+  test('a link session of the previous release, acting as the seller, is no session (rolling upgrade, migration 013)', async () => {
+    const cookie = await linkSession(marketplace, { seller_id: 1 });
+    assert.equal((await get('/portal/MKT/webhooks', cookie)).statusCode, 200);
+    // What the previous release wrote for the same link: the seller's role, no API session.
+    await ctx.db.query(`UPDATE portal_sessions SET role = 'seller', seller_id = 1, marketplace_code = NULL, scope_seller = NULL WHERE auth_session_id IS NULL`);
+    const refused = await get('/portal/MKT/webhooks/seller-own/edit', cookie);
+    assert.equal(refused.statusCode, 303);
+    assert.equal(refused.headers.location, '/portal/login');
   });
 
   test('a seller signed in with its own credentials keeps its full portal', async () => {

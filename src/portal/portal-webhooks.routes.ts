@@ -103,7 +103,9 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
     const session = sessionOf(request);
     const context = scoped(session, request.params.marketplace_code);
     await assertMarketplaceAccess(db, session.principal, request.params.marketplace_code);
-    return sendPage(reply, webhookFormPage(context, { values: {}, sellerEditable: sellerEditable(session) }));
+    // Inside a seller's link the seller is fixed (sellerIdForForm): the hidden field says which.
+    const values = session.scopeSeller === null ? {} : { seller_id: String(session.scopeSeller) };
+    return sendPage(reply, webhookFormPage(context, { values, sellerEditable: sellerEditable(session) }));
   });
 
   /** A validation problem from the service goes back onto the form; anything else is an error page. */
