@@ -93,6 +93,8 @@ export const ConfigSchema = Type.Object({
   // Per-tenant limits (per API process: N processes allow N times these; 0 turns one off)
   TENANT_EVENTS_PER_SECOND: Integer(100, 'Events one tenant (seller, marketplace, admin user) may post per second, sustained, to one API process; more get 429 with Retry-After.', 0),
   TENANT_EVENTS_BURST: Integer(500, 'Events one tenant may post at once before TENANT_EVENTS_PER_SECOND applies.', 0),
+  TENANT_EVENT_BYTES_PER_HOUR: Integer(536_870_912, 'Storage budget of event intake: bytes of notification bodies one tenant (the credential\'s seller, marketplace or admin user) may have accepted per hour, sustained, by one API process; past it, 429 with Retry-After. Counted for every accepted event, whether a webhook matches or not.', 0),
+  TENANT_EVENT_BURST_BYTES: Integer(67_108_864, 'Notification body bytes one tenant may post at once before TENANT_EVENT_BYTES_PER_HOUR applies.', 0),
   TENANT_RETRIES_PER_MINUTE: Integer(60, 'Delivery retry requests (POST …/deliveries/{id}/retry) per tenant and minute.', 0),
   TENANT_REPLAYS_PER_MINUTE: Integer(10, 'Replay requests (POST …/webhooks/{code}/replay) per tenant and minute.', 0),
   TENANT_TESTS_PER_MINUTE: Integer(10, 'Test notifications (POST …/webhooks/{code}/test) per tenant and minute.', 0),
