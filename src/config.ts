@@ -100,8 +100,9 @@ export const ConfigSchema = Type.Object({
   TENANT_TESTS_PER_MINUTE: Integer(10, 'Test notifications (POST …/webhooks/{code}/test) per tenant and minute.', 0),
 
   // Delivery
-  DELIVERY_HOST_BYTES_PER_SECOND: Integer(4_194_304, 'Send budget per destination host and worker process: notification bytes per second, sustained. A host over its budget waits (its deliveries are postponed, not failed); other hosts are unaffected. 0 turns it off.', 0),
-  DELIVERY_HOST_BURST_BYTES: Integer(33_554_432, 'Notification bytes one destination host may receive at once before DELIVERY_HOST_BYTES_PER_SECOND applies.', 0),
+  DELIVERY_HOST_BYTES_PER_SECOND: Integer(4_194_304, 'Send budget per destination and worker process: notification bytes per second, sustained, to one IP address (the one connected to, whatever name the callback URL gives it). A destination over its budget waits (its deliveries are postponed, not failed); others are unaffected. 0 turns it off.', 0),
+  DELIVERY_HOST_BURST_BYTES: Integer(33_554_432, 'Notification bytes one destination address may receive at once before DELIVERY_HOST_BYTES_PER_SECOND applies.', 0),
+  TENANT_SEND_BYTES_PER_MINUTE: Integer(67_108_864, 'Send budget per tenant (the webhooks\' owner) and worker process: notification bytes per minute, at most a minute\'s worth at once. A tenant over it waits (its deliveries are postponed, not failed, no attempt counted); other tenants are unaffected. 0 turns it off.', 0),
   DELIVERY_TIMEOUT_MS: Milliseconds(10_000, 'Total time a receiver has to answer one notification.', 100),
   DELIVERY_CONNECT_TIMEOUT_MS: Milliseconds(3000, 'Time to establish the connection to a receiver.', 100),
   DELIVERY_RETRY_SCHEDULE: Text('5s,30s,2m,10m,30m,1h,3h,6h,12h,24h', 'Delays between attempts; after the last one a delivery is failed.'),
