@@ -93,13 +93,16 @@ export const ConfigSchema = Type.Object({
   // Per-tenant limits (per API process: N processes allow N times these; 0 turns one off)
   TENANT_EVENTS_PER_SECOND: Integer(100, 'Events one tenant (seller, marketplace, admin user) may post per second, sustained, to one API process; more get 429 with Retry-After.', 0),
   TENANT_EVENTS_BURST: Integer(500, 'Events one tenant may post at once before TENANT_EVENTS_PER_SECOND applies.', 0),
+  TENANT_EVENT_BYTES_PER_HOUR: Integer(536_870_912, 'Storage budget of event intake: bytes of notification bodies one tenant (the credential\'s seller, marketplace or admin user) may have accepted per hour, sustained, by one API process; past it, 429 with Retry-After. Counted for every accepted event, whether a webhook matches or not.', 0),
+  TENANT_EVENT_BURST_BYTES: Integer(67_108_864, 'Notification body bytes one tenant may post at once before TENANT_EVENT_BYTES_PER_HOUR applies.', 0),
   TENANT_RETRIES_PER_MINUTE: Integer(60, 'Delivery retry requests (POST …/deliveries/{id}/retry) per tenant and minute.', 0),
   TENANT_REPLAYS_PER_MINUTE: Integer(10, 'Replay requests (POST …/webhooks/{code}/replay) per tenant and minute.', 0),
   TENANT_TESTS_PER_MINUTE: Integer(10, 'Test notifications (POST …/webhooks/{code}/test) per tenant and minute.', 0),
 
   // Delivery
-  DELIVERY_HOST_BYTES_PER_SECOND: Integer(4_194_304, 'Send budget per destination host and worker process: notification bytes per second, sustained. A host over its budget waits (its deliveries are postponed, not failed); other hosts are unaffected. 0 turns it off.', 0),
-  DELIVERY_HOST_BURST_BYTES: Integer(33_554_432, 'Notification bytes one destination host may receive at once before DELIVERY_HOST_BYTES_PER_SECOND applies.', 0),
+  DELIVERY_HOST_BYTES_PER_SECOND: Integer(4_194_304, 'Send budget per destination and worker process: notification bytes per second, sustained, to one IP address (the one connected to, whatever name the callback URL gives it). A destination over its budget waits (its deliveries are postponed, not failed); others are unaffected. 0 turns it off.', 0),
+  DELIVERY_HOST_BURST_BYTES: Integer(33_554_432, 'Notification bytes one destination address may receive at once before DELIVERY_HOST_BYTES_PER_SECOND applies.', 0),
+  TENANT_SEND_BYTES_PER_MINUTE: Integer(67_108_864, 'Send budget per tenant (the webhooks\' owner) and worker process: notification bytes per minute, at most a minute\'s worth at once. A tenant over it waits (its deliveries are postponed, not failed, no attempt counted); other tenants are unaffected. 0 turns it off.', 0),
   DELIVERY_TIMEOUT_MS: Milliseconds(10_000, 'Total time a receiver has to answer one notification.', 100),
   DELIVERY_CONNECT_TIMEOUT_MS: Milliseconds(3000, 'Time to establish the connection to a receiver.', 100),
   DELIVERY_RETRY_SCHEDULE: Text('5s,30s,2m,10m,30m,1h,3h,6h,12h,24h', 'Delays between attempts; after the last one a delivery is failed.'),

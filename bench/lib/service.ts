@@ -19,7 +19,9 @@ export function serviceEnv(db: BenchDatabase, port: number, extra: Record<string
     // The benchmarks measure the engine with one tenant and one receiver host: the abuse limits would
     // be what they measure otherwise (docs/performance.md).
     TENANT_EVENTS_PER_SECOND: '0',
+    TENANT_EVENT_BYTES_PER_HOUR: '0',
     DELIVERY_HOST_BYTES_PER_SECOND: '0',
+    TENANT_SEND_BYTES_PER_MINUTE: '0',
     // Request logs at info cost as much as a route here; BENCH_LOG_LEVEL=info measures them too.
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
     // Receivers listen on 127.0.0.1, which the address policy refuses by default.

@@ -15,8 +15,9 @@ import { clockOffsetMs } from './database-clock.js';
 import type { Metrics } from './metrics.js';
 import { nextRetryDelay, parseRetryAfter, parseRetrySchedule } from './retry-schedule.js';
 import { sendNotification, type SendResult } from './sender.js';
-import { createGuardedAgent } from './ssrf-guard.js';
-import { createHostBudget, postponeClaim, type HostBudget } from './host-budget.js';
+import { createGuardedAgent, type Resolve } from './ssrf-guard.js';
+import { DestinationAddresses } from './destination-addresses.js';
+import { createSendBudgets, postponeClaim, type SendBudgets } from './host-budget.js';
 import { recordedHeaders } from './sent-headers.js';
 
 export interface DelivererDeps {
@@ -28,6 +29,8 @@ export interface DelivererDeps {
   metrics?: Metrics;
   /** Names this worker's leases; unique per process by default. */
   workerId?: string;
+  /** The DNS lookup of callback hosts (tests); the system's by default. */
+  resolve?: Resolve;
 }
 
 /** What one worker needs to send: its id, its guarded HTTP agent and the parsed settings. */
@@ -36,8 +39,8 @@ export interface Deliverer {
   readonly workerId: string;
   readonly agent: Agent;
   readonly schedule: number[];
-  /** Bytes per destination host (DELIVERY_HOST_BYTES_PER_SECOND); undefined when turned off. */
-  readonly hostBudget: HostBudget | undefined;
+  /** Bytes per destination address and per tenant (host-budget.ts); undefined when both are turned off. */
+  readonly sendBudgets: SendBudgets | undefined;
   readonly completions: CompletionBatcher;
   /** Where the round-robin over tenants, and the scan over webhooks, resume at the next claim. */
   readonly position: ClaimPosition;
@@ -51,7 +54,7 @@ export interface Deliverer {
 export interface DeliveryResult {
   deliveryId: number;
   messageId: string;
-  /** `postponed`: the host was over its send budget; nothing was sent or counted as an attempt. */
+  /** `postponed`: the destination or the tenant was over its send budget; nothing was sent or counted as an attempt. */
   outcome: AttemptOutcome['kind'] | 'postponed';
   send: SendResult;
   /** False when the lease was lost meanwhile (another worker took over, or the webhook was deleted). */
@@ -64,10 +67,14 @@ export function newWorkerId(): string {
 
 export function createDeliverer(deps: DelivererDeps): Deliverer {
   const { config } = deps;
+  const allowed = parseNetworks(config.WEBHOOK_ALLOWED_NETWORKS);
+  const addresses = new DestinationAddresses(allowed, deps.resolve);
   const agent = createGuardedAgent({
-    allowed: parseNetworks(config.WEBHOOK_ALLOWED_NETWORKS),
+    allowed,
     connectTimeoutMs: config.DELIVERY_CONNECT_TIMEOUT_MS,
     responseTimeoutMs: config.DELIVERY_TIMEOUT_MS,
+    ...(deps.resolve ? { resolve: deps.resolve } : {}),
+    onConnect: (hostname, address) => addresses.noteConnected(hostname, address),
   });
   const workerId = deps.workerId ?? newWorkerId();
   const completions = new CompletionBatcher(
@@ -81,7 +88,7 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     workerId,
     agent,
     schedule: parseRetrySchedule(config.DELIVERY_RETRY_SCHEDULE),
-    hostBudget: createHostBudget(config),
+    sendBudgets: createSendBudgets(config, addresses),
     completions,
     position: { webhookCursor: 0 },
     signingKeyCache: new Map(),
@@ -167,10 +174,11 @@ export async function claim(
 export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDelivery, signal?: AbortSignal, onSent?: () => void): Promise<DeliveryResult> {
   const { config, clock, keys, metrics, logger } = deliverer.deps;
   const startedAt = clock.now();
-  const wait = deliverer.hostBudget?.take(delivery.callback_url, Buffer.byteLength(delivery.body), startedAt.getTime()) ?? 0;
+  // Where the send is decided: a destination or a tenant over its send budget waits, unsent and uncounted.
+  const wait = (await deliverer.sendBudgets?.take(delivery, Buffer.byteLength(delivery.body), startedAt.getTime())) ?? 0;
   if (wait > 0) {
     const recorded = await postponeClaim(deliverer.deps.db, delivery.id, deliverer.workerId, wait, clockOffsetMs(clock));
-    logger?.debug({ deliveryId: delivery.id, waitSeconds: wait }, 'destination host over its send budget; delivery postponed');
+    logger?.debug({ deliveryId: delivery.id, waitSeconds: wait }, 'destination or tenant over its send budget; delivery postponed');
     const send = { statusCode: null, error: null, responseBody: null, retryAfter: undefined, durationMs: 0, requestHeaders: null };
     return { deliveryId: delivery.id, messageId: delivery.message_id, outcome: 'postponed', send, recorded };
   }

@@ -8,7 +8,7 @@ export class BlockedAddressError extends Error {
   readonly code = 'PLAZA_BLOCKED_ADDRESS';
 }
 
-type Resolve = (hostname: string) => Promise<string[]>;
+export type Resolve = (hostname: string) => Promise<string[]>;
 
 const resolveAll: Resolve = async (hostname) => (await lookup(hostname, { all: true, verbatim: true })).map((entry) => entry.address);
 
@@ -46,6 +46,8 @@ export interface GuardedAgentOptions {
   /** Longest wait for response headers and between body chunks. */
   responseTimeoutMs: number;
   resolve?: Resolve;
+  /** Told the address of every connection opened (the worker's send budget per destination address). */
+  onConnect?: (hostname: string, address: string) => void;
 }
 
 /**
@@ -58,7 +60,10 @@ export function createGuardedAgent(options: GuardedAgentOptions): Agent {
   const connectSocket = buildConnector({ timeout: options.connectTimeoutMs });
   const connect: buildConnector.connector = (connectOptions, callback) => {
     vetHost(connectOptions.hostname, options.allowed, options.resolve).then(
-      (address) => connectSocket({ ...connectOptions, hostname: address }, callback),
+      (address) => {
+        options.onConnect?.(connectOptions.hostname, address);
+        connectSocket({ ...connectOptions, hostname: address }, callback);
+      },
       (error: Error) => callback(error, null),
     );
   };

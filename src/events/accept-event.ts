@@ -6,6 +6,7 @@ import type { Database } from '../db/database.js';
 import { clockOffsetMs } from '../delivery/database-clock.js';
 import { notifyDeliveryWorkers } from '../delivery/deliveries.repository.js';
 import { AppError } from '../http/errors.js';
+import type { TenantRateLimits } from '../http/tenant-rate-limit.js';
 import { buildNotification, matchingTopics } from './envelope.js';
 import type { EventAccepted, EventBody } from './event-schema.js';
 import { createDeliveries, findEvent, insertEvent, setDeliveryCount } from './events.repository.js';
@@ -62,8 +63,15 @@ export function entityOrderKey(marketplaceCode: string, sellerId: number, entity
  * event_id returns the first answer and creates nothing. event_id is scoped to the producer, the
  * seller the event is for: whoever sends it (a seller user, an admin or, later, an API key) may send
  * only for sellers it may act for, and the lookup never reads another seller's events.
+ * The body's size is taken from the sender's event storage budget before anything is written (a
+ * refusal costs no query), and given back when nothing was stored after all.
  */
-export async function acceptEvent(deps: { db: Database; clock: Clock }, principal: Principal, marketplaceCode: string, event: EventBody): Promise<EventAccepted> {
+export async function acceptEvent(
+  deps: { db: Database; clock: Clock; tenantRateLimits?: TenantRateLimits },
+  principal: Principal,
+  marketplaceCode: string,
+  event: EventBody,
+): Promise<EventAccepted> {
   const { db, clock } = deps;
   const hash = requestHash(event);
   const eventId = event.event_id ?? randomUUID();
@@ -77,7 +85,26 @@ export async function acceptEvent(deps: { db: Database; clock: Clock }, principa
   await validateEvent(db, marketplaceCode, event);
 
   const now = clock.now();
-  const body = buildNotification(event, marketplaceCode);
+  // The text stored and sent: its size is what the event costs the tenant's storage budget.
+  const body = JSON.stringify(buildNotification(event, marketplaceCode));
+  const giveBack = deps.tenantRateLimits?.takeEventBytes(principal, Buffer.byteLength(body)) ?? (() => {});
+  try {
+    const { accepted, inserted } = await insertWithDeliveries(db, principal, marketplaceCode, event, { eventId, hash, body, now, clock });
+    if (!inserted) giveBack();
+    return accepted;
+  } catch (error) {
+    giveBack();
+    throw error;
+  }
+}
+
+async function insertWithDeliveries(
+  db: Database,
+  principal: Principal,
+  marketplaceCode: string,
+  event: EventBody,
+  { eventId, hash, body, now, clock }: { eventId: string; hash: string; body: string; now: Date; clock: Clock },
+): Promise<{ accepted: EventAccepted; inserted: boolean }> {
   return db.transaction(async (tx) => {
     const rowId = await insertEvent(tx, {
       eventId,
@@ -85,7 +112,6 @@ export async function acceptEvent(deps: { db: Database; clock: Clock }, principa
       topic: event.topic,
       sellerId: event.seller_id,
       entityId: String(event.entity_id),
-      body,
       requestHash: hash,
       createdBy: principal.userId,
       createdByApiKey: principal.apiKeyId ?? null,
@@ -95,7 +121,7 @@ export async function acceptEvent(deps: { db: Database; clock: Clock }, principa
       // Another request with this event_id committed first (we waited on its row).
       const stored = await findEvent(tx, marketplaceCode, event.seller_id, eventId);
       if (!stored) throw new Error('event_id conflict without a stored event');
-      return answerExisting(stored, hash);
+      return { accepted: answerExisting(stored, hash), inserted: false };
     }
     const count = await createDeliveries(tx, {
       eventRowId: rowId,
@@ -106,8 +132,8 @@ export async function acceptEvent(deps: { db: Database; clock: Clock }, principa
       now,
       clockOffsetMs: clockOffsetMs(clock),
     });
-    await setDeliveryCount(tx, rowId, count);
+    await setDeliveryCount(tx, rowId, count, body);
     if (count > 0) await notifyDeliveryWorkers(tx);
-    return { event_id: eventId, deliveries: count };
+    return { accepted: { event_id: eventId, deliveries: count }, inserted: true };
   });
 }

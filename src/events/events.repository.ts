@@ -7,7 +7,6 @@ export interface NewEvent {
   topic: string;
   sellerId: number;
   entityId: string;
-  body: unknown;
   requestHash: string;
   createdBy: number | null;
   createdByApiKey: number | null;
@@ -23,16 +22,17 @@ export interface StoredEvent {
 
 /**
  * Inserts the event unless its event_id is already taken by the same producer (the seller the event
- * is for, in this marketplace); returns the new row's id, or undefined when taken. On PostgreSQL a concurrent insert of the same key makes this wait
+ * is for, in this marketplace); returns the new row's id, or undefined when taken. Without its body:
+ * setDeliveryCount writes that once the fan-out is known, and only when a delivery needs it. On PostgreSQL a concurrent insert of the same key makes this wait
  * for the other transaction, so exactly one request creates the event.
  */
 export async function insertEvent(db: Queryable, event: NewEvent): Promise<number | undefined> {
   const { rows } = await db.query<{ id: number }>(
     `INSERT INTO events (event_id, marketplace_code, topic, seller_id, entity_id, body, delivery_count, request_hash, created_by, created_by_api_key, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6::json, 0, $7, $8, $9, $10)
+     VALUES ($1, $2, $3, $4, $5, NULL, 0, $6, $7, $8, $9)
      ON CONFLICT (marketplace_code, seller_id, event_id) DO NOTHING
      RETURNING id`,
-    [event.eventId, event.marketplaceCode, event.topic, event.sellerId, event.entityId, JSON.stringify(event.body), event.requestHash, event.createdBy, event.createdByApiKey, event.now],
+    [event.eventId, event.marketplaceCode, event.topic, event.sellerId, event.entityId, event.requestHash, event.createdBy, event.createdByApiKey, event.now],
   );
   return rows[0]?.id;
 }
@@ -100,6 +100,12 @@ export async function createDeliveries(db: Queryable, fanOut: FanOut): Promise<n
   return rows[0]!.count;
 }
 
-export async function setDeliveryCount(db: Queryable, eventRowId: number, count: number): Promise<void> {
-  await db.query(`UPDATE events SET delivery_count = $2 WHERE id = $1`, [eventRowId, count]);
+/**
+ * The fan-out's count, and the body when a delivery will send it. An event that matched no webhook
+ * keeps no body: its row stays (until DELIVERY_RETENTION_DAYS) only so that its event_id answers a
+ * repeat, which reads the count and the request hash, never the body. Nothing else could send it
+ * later: a replay re-sends existing deliveries, and a webhook created afterwards gets no past events.
+ */
+export async function setDeliveryCount(db: Queryable, eventRowId: number, count: number, bodyJson: string): Promise<void> {
+  await db.query(`UPDATE events SET delivery_count = $2, body = $3::json WHERE id = $1`, [eventRowId, count, count > 0 ? bodyJson : null]);
 }

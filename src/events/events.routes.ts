@@ -26,7 +26,8 @@ export const eventRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, d
         description:
           'Stores the event and one delivery per matching webhook in one transaction (docs/events.md). ' +
           'event_id is an idempotency key of the producer (the seller the event is for, in this marketplace): the same event again returns the first answer; another event of that seller with the same key is 409. ' +
-          'A deactivated seller or marketplace takes no events: 409 `tenant_inactive`.',
+          'A deactivated seller or marketplace takes no events: 409 `tenant_inactive`. ' +
+          'Each tenant has an event rate and an event storage budget (bytes of notification bodies per hour); past either, 429 `rate_limited` with Retry-After.',
         security: [{ bearerAuth: [] }],
         params: MarketplaceParams,
         body: EventBody,

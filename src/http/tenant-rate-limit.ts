@@ -19,9 +19,20 @@ export type TenantAction = 'events' | 'retry' | 'replay' | 'test';
 export interface TenantRateLimits {
   /** Takes one unit of `action` for the principal's tenant, or throws 429 rate_limited with Retry-After. */
   take(principal: Principal, action: TenantAction): void;
+  /**
+   * Takes `bytes` of the tenant's event storage budget (TENANT_EVENT_BYTES_PER_HOUR), or throws 429
+   * rate_limited with Retry-After. Returns what gives them back, for an event that was not stored
+   * after all (a repeat of a committed event_id, a failed transaction).
+   */
+  takeEventBytes(principal: Principal, bytes: number): () => void;
 }
 
-/** The tenant a limit counts against: the seller, the marketplace, or one admin user (admins are operators, not one tenant). */
+/**
+ * The tenant a limit counts against: the seller, the marketplace, or one admin user (admins are
+ * operators, not one tenant). The credential's tenant, not the seller an event is for: a
+ * marketplace sending for its sellers spends its own budgets, so it can never use up a seller's
+ * (nor a seller the marketplace's).
+ */
 export function tenantKey(principal: Principal): string {
   if (principal.role === 'admin') return `admin:${principal.userId}`;
   if (principal.role === 'marketplace') return `marketplace:${principal.marketplaceCode ?? ''}`;
@@ -29,6 +40,13 @@ export function tenantKey(principal: Principal): string {
 }
 
 const perMinute = (count: number) => ({ capacity: count, perSecond: count / 60 });
+
+function limited(wait: number, detail: string): AppError {
+  return new AppError('rate_limited', `${detail}; retry in ${wait} s.`, {
+    headers: { 'retry-after': String(wait) },
+    extensions: { retry_after: wait },
+  });
+}
 
 export function createTenantRateLimits(config: Config, clock: Clock): TenantRateLimits {
   const settings: Record<TenantAction, { capacity: number; perSecond: number }> = {
@@ -42,14 +60,27 @@ export function createTenantRateLimits(config: Config, clock: Clock): TenantRate
     // 0 turns a limit off.
     if (capacity > 0 && perSecond > 0) buckets.set(action, new TokenBuckets(capacity, perSecond));
   }
+  // Bytes, not events: a tenant's share of the database, whatever the size of its events.
+  const eventBytes =
+    config.TENANT_EVENT_BYTES_PER_HOUR > 0 && config.TENANT_EVENT_BURST_BYTES > 0
+      ? new TokenBuckets(config.TENANT_EVENT_BURST_BYTES, config.TENANT_EVENT_BYTES_PER_HOUR / 3600)
+      : undefined;
   return {
     take(principal, action) {
       const wait = buckets.get(action)?.take(tenantKey(principal), 1, clock.now().getTime()) ?? 0;
-      if (wait === 0) return;
-      throw new AppError('rate_limited', `Too many ${action === 'events' ? 'events' : `${action} requests`} for this tenant; retry in ${wait} s.`, {
-        headers: { 'retry-after': String(wait) },
-        extensions: { retry_after: wait },
-      });
+      if (wait > 0) throw limited(wait, `Too many ${action === 'events' ? 'events' : `${action} requests`} for this tenant`);
+    },
+    takeEventBytes(principal, bytes) {
+      if (!eventBytes) return () => {};
+      const key = tenantKey(principal);
+      const wait = eventBytes.take(key, bytes, clock.now().getTime());
+      if (wait > 0) throw limited(wait, 'This tenant\'s event storage budget (bytes of events per hour) is used up');
+      let given = false;
+      return () => {
+        if (given) return;
+        given = true;
+        eventBytes.giveBack(key, bytes, clock.now().getTime());
+      };
     },
   };
 }

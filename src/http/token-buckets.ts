@@ -26,6 +26,12 @@ export class TokenBuckets {
     return 0;
   }
 
+  /** Gives back `cost` tokens taken for something that did not happen after all (never past the capacity). */
+  giveBack(key: string, cost: number, nowMs: number): void {
+    const bucket = this.refill(key, nowMs);
+    bucket.tokens = Math.min(this.capacity, bucket.tokens + cost);
+  }
+
   private refill(key: string, nowMs: number): { tokens: number; at: number } {
     let bucket = this.buckets.get(key);
     if (!bucket) {
