@@ -151,10 +151,12 @@ export async function changeWebhook(db: Database, principal: Principal, marketpl
   }
   const now = clock.now();
   const updated = await db.transaction(async (tx) => {
-    // The row is locked first: the history's "before" is the state this update replaces, and for a
-    // resume an event being fanned out (FOR KEY SHARE on the webhook) either commits its held
-    // delivery before this release, or waits and sees the webhook active.
-    const { rows: [before] } = await tx.query<WebhookRow>(`SELECT * FROM webhooks WHERE id = $1 FOR UPDATE`, [current.id]);
+    // The row is locked first, so that the history's "before" is the state this update replaces.
+    // A resume takes FOR UPDATE: an event being fanned out (FOR KEY SHARE on the webhook) either
+    // commits its held delivery before this release, or waits and sees the webhook active. Other
+    // changes take only the lock their UPDATE takes anyway, which does not wait for fan-outs.
+    const lock = changes.active === true ? 'FOR UPDATE' : 'FOR NO KEY UPDATE';
+    const { rows: [before] } = await tx.query<WebhookRow>(`SELECT * FROM webhooks WHERE id = $1 ${lock}`, [current.id]);
     if (!before) return undefined;
     const row = await updateWebhook(tx, current.id, changes, now);
     if (!row) return undefined;
