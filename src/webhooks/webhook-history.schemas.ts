@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { CODE_PATTERN } from '../http/path-params.js';
 import { ACTOR_KINDS, HISTORY_ACTIONS, HISTORY_CHANNELS } from './webhook-history.js';
 import type { HistoryRow } from './webhook-history.repository.js';
 
@@ -85,8 +86,8 @@ export const HistoryPage = Type.Object(
 
 export const AdminHistoryQuery = Type.Object(
   {
-    marketplace_code: Type.String({ pattern: '^[A-Za-z0-9_-]{1,100}$', description: 'The marketplace of the webhook.' }),
-    code: Type.String({ pattern: '^[A-Za-z0-9_-]{1,100}$', description: 'The webhook\'s code: every webhook that had it, every tenant\'s, deleted ones too.' }),
+    marketplace_code: Type.String({ pattern: CODE_PATTERN, description: 'The marketplace of the webhook.' }),
+    code: Type.String({ pattern: CODE_PATTERN, description: 'The webhook\'s code: every webhook that had it, every tenant\'s, deleted ones too.' }),
     ...HistoryQuery.properties,
   },
   { additionalProperties: false },
