@@ -26,6 +26,7 @@ import { createLogger } from './logging.js';
 import { authRoutes } from './auth/auth.routes.js';
 import { productRoutes } from './products/products.routes.js';
 import { webhookRoutes } from './webhooks/webhooks.routes.js';
+import { webhookHistoryRoutes } from './webhooks/webhook-history.routes.js';
 import { eventRoutes } from './events/events.routes.js';
 import { deliveryRoutes } from './delivery/deliveries.routes.js';
 import { createMetrics } from './delivery/metrics.js';
@@ -94,6 +95,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(authRoutes, feature);
   await app.register(productRoutes, feature);
   await app.register(webhookRoutes, feature);
+  await app.register(webhookHistoryRoutes, feature);
   await app.register(eventRoutes, feature);
   await app.register(deliveryRoutes, feature);
   await app.register(testNotificationRoutes, feature);

@@ -1,10 +1,14 @@
 import type { Queryable } from '../db/database.js';
 import { notifyDeliveryWorkers, releaseHeldDeliveries } from '../delivery/deliveries.repository.js';
+import type { WebhookRow } from '../webhooks/webhook-access.js';
+import { recordWebhookHistory, type WebhookActor } from '../webhooks/webhook-history.js';
 
 export type TenantKind = 'marketplace' | 'seller';
 
 /** Why a webhook is paused by its tenant's deactivation (docs/webhooks.md lists the codes). */
 export const TENANT_DEACTIVATED = 'tenant_deactivated';
+
+const ACTIVE_CHANGE = (active: boolean) => ({ field: 'active', before: !active, after: active });
 
 export interface ActivationEffects {
   /** Refresh tokens revoked (deactivation only). */
@@ -50,8 +54,10 @@ function unusedLinksOf(kind: TenantKind): string {
  * Activation resumes exactly those webhooks (a webhook its owner paused, or the delivery disabled,
  * stays as it was) and releases their held deliveries, in order, as a resume does.
  * Access tokens and API keys need nothing here: they are checked against the flag on every request.
+ * Each webhook paused or resumed gets its history row, by `actor` (the admin API's caller or the CLI),
+ * at the database's time (the CLI has no injected clock to follow).
  */
-export async function applyTenantActivation(tx: Queryable, kind: TenantKind, key: string, active: boolean, now: Date): Promise<ActivationEffects> {
+export async function applyTenantActivation(tx: Queryable, kind: TenantKind, key: string, active: boolean, now: Date, actor: WebhookActor): Promise<ActivationEffects> {
   if (!active) {
     const { rows } = await tx.query<{ tokens: number }>(
       `WITH tokens AS (
@@ -68,18 +74,23 @@ export async function applyTenantActivation(tx: Queryable, kind: TenantKind, key
        SELECT (SELECT count(*) FROM tokens)::int AS tokens`,
       [key, now],
     );
-    const paused = await tx.query(
+    const paused = await tx.query<WebhookRow>(
       `UPDATE webhooks SET active = false, disabled_reason = $3, disabled_at = $4, updated_at = $4
-        WHERE tenant_kind = $1 AND tenant_id = $2 AND active`,
+        WHERE tenant_kind = $1 AND tenant_id = $2 AND active
+        RETURNING id, tenant_kind, tenant_id, marketplace_code, code`,
       [kind, key, TENANT_DEACTIVATED, now],
     );
+    for (const webhook of paused.rows) {
+      await recordWebhookHistory(tx, webhook, actor, { action: 'pause', changes: [ACTIVE_CHANGE(false)], detail: { disabled_reason: TENANT_DEACTIVATED } });
+    }
     return { revoked_tokens: rows[0]?.tokens ?? 0, webhooks: paused.rowCount };
   }
   // Locked first, as a resume does (webhooks.service.ts): an event being fanned out (FOR KEY SHARE
   // on the webhook) either commits its held delivery before the release below, or waits and sees
   // the webhook active.
-  const { rows } = await tx.query<{ id: number }>(
-    `SELECT id FROM webhooks WHERE tenant_kind = $1 AND tenant_id = $2 AND NOT active AND disabled_reason = $3 ORDER BY id FOR UPDATE`,
+  const { rows } = await tx.query<WebhookRow>(
+    `SELECT id, tenant_kind, tenant_id, marketplace_code, code FROM webhooks
+      WHERE tenant_kind = $1 AND tenant_id = $2 AND NOT active AND disabled_reason = $3 ORDER BY id FOR UPDATE`,
     [kind, key, TENANT_DEACTIVATED],
   );
   if (rows.length === 0) return { revoked_tokens: 0, webhooks: 0 };
@@ -89,6 +100,9 @@ export async function applyTenantActivation(tx: Queryable, kind: TenantKind, key
     [ids, now],
   );
   for (const id of ids) await releaseHeldDeliveries(tx, id, now);
+  for (const webhook of rows) {
+    await recordWebhookHistory(tx, webhook, actor, { action: 'resume', changes: [ACTIVE_CHANGE(true)], detail: { disabled_reason: TENANT_DEACTIVATED } });
+  }
   // Pending deliveries waited too: wake the workers whether or not anything was held.
   await notifyDeliveryWorkers(tx);
   return { revoked_tokens: 0, webhooks: ids.length };

@@ -7,6 +7,7 @@ import {
   type ConnectionRow, type MarketplaceRow, type SellerRow, type TenantChanges,
 } from './accounts.repository.js';
 import { applyTenantActivation, type TenantKind } from './tenant-activation.js';
+import { actorOfAdminAction } from '../webhooks/webhook-history.js';
 
 /**
  * Audited changes to marketplaces, sellers and connections, shared by the admin API and the CLI.
@@ -47,7 +48,7 @@ async function auditChanges(tx: Queryable, kind: TenantKind, key: string | numbe
   if (changes.active !== undefined) {
     // Applied even when the flag already had that value: deactivating again revokes whatever a
     // login racing the first deactivation may have opened, and changes nothing else.
-    const effects = await applyTenantActivation(tx, kind, String(key), changes.active, now);
+    const effects = await applyTenantActivation(tx, kind, String(key), changes.active, now, actorOfAdminAction(actor));
     await recordAdminAction(tx, { actor, action: changes.active ? 'activate' : 'deactivate', targetKind: kind, targetId: key, at: now, detail: { ...effects } });
   }
 }

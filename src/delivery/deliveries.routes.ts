@@ -26,6 +26,7 @@ import {
   WebhookParams,
 } from './deliveries.schemas.js';
 import { nextPageLink } from '../http/pagination.js';
+import { apiActor } from '../webhooks/webhook-history.js';
 
 const DELIVERY_NOT_FOUND = 'The delivery does not exist for this webhook.';
 
@@ -114,7 +115,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
     async (request, reply) => {
       deps.tenantRateLimits.take(principalOf(request), 'retry');
       const webhook = await webhookOf(request, request.params);
-      const outcome = await retryDelivery(db, webhook.id, request.params.id, clock);
+      const outcome = await retryDelivery(db, request.params.id, clock, { webhook, actor: apiActor(principalOf(request)) });
       if (outcome === 'not_found') throw notFound(DELIVERY_NOT_FOUND);
       if (outcome !== 'queued') throw new AppError('conflict', RETRY_REFUSED[outcome]);
       const delivery = await findDelivery(db, webhook.id, request.params.id);
@@ -159,6 +160,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
           topic: body.topic,
         },
         { clock, dryRun, ratePerSecond: config.DELIVERY_REPLAY_RATE_PER_SECOND, maxDeliveries: config.DELIVERY_REPLAY_MAX_DELIVERIES },
+        { webhook, actor: apiActor(principalOf(request)) },
       );
       return reply.code(dryRun ? 200 : 202).send({ ...outcome, dry_run: dryRun });
     },

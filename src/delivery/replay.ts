@@ -4,6 +4,14 @@ import { notifyDeliveryWorkers, requeueDelivery, type RetryOutcome } from './del
 import type { Clock } from '../clock.js';
 import { clockOffsetMs, dbNow } from './database-clock.js';
 import { deliveryConditions, type DeliveryMatch } from './delivery-filter.js';
+import type { WebhookRow } from '../webhooks/webhook-access.js';
+import { recordWebhookHistory, type WebhookActor } from '../webhooks/webhook-history.js';
+
+/** Who asks for a retry or replay of which webhook's deliveries: its history row (webhook-history.ts). */
+export interface DeliveryAudit {
+  webhook: Pick<WebhookRow, 'id' | 'tenant_kind' | 'tenant_id' | 'marketplace_code' | 'code'>;
+  actor: WebhookActor;
+}
 
 /** Only finished deliveries are replayed: pending and held ones are going out anyway. */
 export const REPLAYABLE_STATUSES = ['succeeded', 'failed'] as const;
@@ -31,7 +39,7 @@ export interface ReplayOutcome {
  * of flooding the receiver, and the claim, which takes due work across all webhooks, keeps serving
  * other tenants in between. A dry run answers the count and changes nothing.
  */
-export async function replayDeliveries(db: Database, match: DeliveryMatch & { statuses: readonly ReplayableStatus[] }, options: ReplayOptions): Promise<ReplayOutcome> {
+export async function replayDeliveries(db: Database, match: DeliveryMatch & { statuses: readonly ReplayableStatus[] }, options: ReplayOptions, audit: DeliveryAudit): Promise<ReplayOutcome> {
   // A delivery whose attempt is being recorded meanwhile moves to another partition of deliveries,
   // and its row lock then fails with a serialization error (40001): the replay runs again, after it.
   return retryTransientConflicts(() => db.transaction(async (tx) => {
@@ -41,7 +49,25 @@ export async function replayDeliveries(db: Database, match: DeliveryMatch & { st
       countParams,
     );
     const matched = rows[0]!.count;
-    if (options.dryRun || matched === 0) return { matched, replayed: 0 };
+    if (options.dryRun) return { matched, replayed: 0 };
+    // A replay is recorded even when nothing matched (the owner asked for one); a dry run is a count, not a change.
+    const record = (replayed: number) => recordWebhookHistory(tx, audit.webhook, audit.actor, {
+      action: 'replay',
+      detail: {
+        matched,
+        replayed,
+        statuses: [...match.statuses],
+        since: match.since?.toISOString(),
+        until: match.until?.toISOString() ?? null,
+        topic: match.topic ?? null,
+        entity_id: match.entityId ?? null,
+        event_id: match.eventId ?? null,
+      },
+    }, options.clock);
+    if (matched === 0) {
+      await record(0);
+      return { matched, replayed: 0 };
+    }
     if (matched > options.maxDeliveries) {
       throw new AppError('validation_failed', `The filter matches ${matched} deliveries; one replay sends at most ${options.maxDeliveries}. Narrow the time window or add a filter.`, {
         errors: [{ field: 'body', message: `matches ${matched} deliveries, more than ${options.maxDeliveries}` }],
@@ -72,6 +98,7 @@ export async function replayDeliveries(db: Database, match: DeliveryMatch & { st
     );
     const count = replayed[0]!.count;
     if (count > 0) await notifyDeliveryWorkers(tx);
+    await record(count);
     return { matched, replayed: count };
   }));
 }
@@ -82,13 +109,19 @@ export const RETRY_REFUSED: Record<Exclude<RetryOutcome, 'queued' | 'not_found'>
   held: 'The delivery is held while its webhook is paused; resuming the webhook sends it.',
 };
 
-/** Sends one delivery again now and wakes the workers (on commit); 'delivering' while a worker holds it. */
-export function retryDelivery(db: Database, webhookId: number, deliveryId: number, clock: Clock): Promise<RetryOutcome> {
+/**
+ * Sends one delivery again now and wakes the workers (on commit); 'delivering' while a worker holds
+ * it. Only a retry that queued is recorded in the history: a refused one changed nothing.
+ */
+export function retryDelivery(db: Database, deliveryId: number, clock: Clock, audit: DeliveryAudit): Promise<RetryOutcome> {
   // As for a replay: a delivery changing partition under its row lock is a 40001; then it runs again.
   return retryTransientConflicts(() =>
     db.transaction(async (tx) => {
-      const result = await requeueDelivery(tx, webhookId, deliveryId, clockOffsetMs(clock));
-      if (result === 'queued') await notifyDeliveryWorkers(tx);
+      const result = await requeueDelivery(tx, audit.webhook.id, deliveryId, clockOffsetMs(clock));
+      if (result === 'queued') {
+        await notifyDeliveryWorkers(tx);
+        await recordWebhookHistory(tx, audit.webhook, audit.actor, { action: 'retry', detail: { delivery_id: deliveryId } }, clock);
+      }
       return result;
     }),
   );

@@ -14,6 +14,7 @@ import { attemptError, signingKeys } from './deliver.js';
 import { WebhookParams } from '../http/path-params.js';
 import { sendNotification } from './sender.js';
 import { createGuardedAgent } from './ssrf-guard.js';
+import { apiActor, recordWebhookHistory, type WebhookActor } from '../webhooks/webhook-history.js';
 
 
 const TestResult = Type.Object({
@@ -44,7 +45,7 @@ export const testNotificationRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = as
         operationId: 'testWebhook',
         tags: ['webhooks'],
         summary: 'Send a signed test notification now',
-        description: 'The body is `{"type":"webhook.test", marketplace_code, webhook_code, topic, sent_at}`, signed like every notification. The answer reports the outcome; nothing is stored.',
+        description: 'The body is `{"type":"webhook.test", marketplace_code, webhook_code, topic, sent_at}`, signed like every notification. The answer reports the outcome; no delivery is stored (the webhook\'s history records the test and its outcome).',
         security: [{ bearerAuth: [] }],
         params: WebhookParams,
         response: { 200: TestResult, ...problemResponses(400, 401, 404, 409, 429) },
@@ -54,7 +55,7 @@ export const testNotificationRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = as
       deps.tenantRateLimits.take(principalOf(request), 'test');
       const { marketplace_code: marketplaceCode, code } = request.params;
       const webhook = await loadWebhookForPrincipal(db, principalOf(request), marketplaceCode, code);
-      return sendTestNotification(deps, agent, webhook, request.log);
+      return sendTestNotification(deps, agent, webhook, apiActor(principalOf(request)), request.log);
     },
   );
 };
@@ -74,11 +75,15 @@ export function createTestAgent(config: Config): Agent {
 
 export type TestResult = Static<typeof TestResult>;
 
-/** One signed test notification to the webhook's receiver, now; its outcome (nothing is stored). */
+/**
+ * One signed test notification to the webhook's receiver, now; its outcome. No delivery is stored;
+ * the webhook's history records the test with its outcome, once it is known.
+ */
 export async function sendTestNotification(
-  { config, keys, clock }: Pick<FeatureDeps, 'config' | 'keys' | 'clock'>,
+  { config, keys, clock, db }: Pick<FeatureDeps, 'config' | 'keys' | 'clock' | 'db'>,
   agent: Dispatcher,
   webhook: WebhookRow,
+  actor: WebhookActor,
   log?: FastifyBaseLogger,
 ): Promise<TestResult> {
   const now = clock.now();
@@ -98,10 +103,12 @@ export async function sendTestNotification(
   // The full cause (which address, which range) is for the log only; the caller gets the code.
   if (result.detail) log?.info({ webhookCode: webhook.code, error: result.error, detail: result.detail }, 'test notification got no answer');
   const success = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
-  return {
+  const outcome = {
     success,
     status_code: result.statusCode,
     error: success ? null : attemptError(result),
     duration_ms: result.durationMs,
   };
+  await recordWebhookHistory(db, webhook, actor, { action: 'test', detail: { success, status_code: outcome.status_code, error: outcome.error } }, clock);
+  return outcome;
 }

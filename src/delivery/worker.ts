@@ -10,6 +10,7 @@ import { DELIVERY_CHANNEL } from './deliveries.repository.js';
 import { claim, createDeliverer, deliverClaimed, type Deliverer } from './deliver.js';
 import { pruneAuthRecords } from '../auth/auth-maintenance.js';
 import { pruneExpired } from './maintenance.js';
+import { pruneWebhookHistory } from '../webhooks/webhook-history.repository.js';
 import { pruneExpiredPortalRecords } from '../portal/portal-links.repository.js';
 import type { Metrics } from './metrics.js';
 import { disableFailingWebhooks } from './webhook-health.js';
@@ -250,7 +251,9 @@ class WorkerLoop {
         auditRetentionDays: config.AUTH_AUDIT_RETENTION_DAYS,
       });
       const prunedPortal = await pruneExpiredPortalRecords(db, clock.now());
-      logger.info({ disabled, pruned, prunedAuth, prunedPortal }, 'maintenance done');
+      // Webhook history is audit too: the same retention (a deleted webhook's is read by admins until then).
+      const prunedHistory = await pruneWebhookHistory(db, clock.now(), config.AUTH_AUDIT_RETENTION_DAYS);
+      logger.info({ disabled, pruned, prunedAuth, prunedPortal, prunedHistory }, 'maintenance done');
     } catch (error) {
       logger.warn({ err: error }, 'delivery maintenance failed');
     }

@@ -9,6 +9,7 @@ import { MarketplaceParams, WebhookParams } from '../http/path-params.js';
 import type { PortalSession } from './portal-sessions.js';
 import { assertInScope, loadScopedWebhook, refusedByTenantLimit, sendPage, sendRefusal, sessionOf, type PortalDeps } from './portal.routes.js';
 import { pageContext } from './portal-webhooks.routes.js';
+import { portalActor } from '../webhooks/webhook-history.js';
 import { cataloguePage } from './views/catalogue-page.js';
 import { deliveryDetailPage, deliveryLogPage, replayPage, type ReplayValues } from './views/delivery-pages.js';
 
@@ -94,7 +95,7 @@ export const portalDeliveryRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async
     const webhook = await load(session, request.params);
     const refusal = refusedByTenantLimit(deps, session, 'retry');
     if (refusal) return sendRefusal(reply, refusal, await showDelivery(session, request.params, { kind: 'error', text: refusal.detail }));
-    const outcome = await retryDelivery(db, webhook.id, request.params.id, clock);
+    const outcome = await retryDelivery(db, request.params.id, clock, { webhook, actor: portalActor(session) });
     if (outcome === 'not_found') throw notFound('The delivery does not exist for this webhook.');
     // Post/redirect/get: a reload of the page shows the delivery, it does not retry again.
     if (outcome === 'queued') return reply.redirect(`${request.url.replace(/\/retry$/, '')}?done=retried`, 303);
@@ -128,6 +129,7 @@ export const portalDeliveryRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async
         db,
         { webhookId: webhook.id, statuses, since, until: utcTime(body.until, 'until'), topic: blankToUndefined(body.topic), entityId: blankToUndefined(body.entity_id), eventId: blankToUndefined(body.event_id) },
         { clock, dryRun, ratePerSecond: config.DELIVERY_REPLAY_RATE_PER_SECOND, maxDeliveries: config.DELIVERY_REPLAY_MAX_DELIVERIES },
+        { webhook, actor: portalActor(session) },
       );
       return sendPage(reply, replayPage(context, webhook, values, dryRun ? { matched: outcome.matched } : outcome), dryRun ? 200 : 202);
     } catch (error) {

@@ -10,6 +10,8 @@ import { STATUS_TOPIC_PREFIX } from '../webhooks/webhook-validators.js';
 import { listWebhooks } from '../webhooks/webhooks.repository.js';
 import { changeWebhook, createWebhook, rotateSecret, webhookSettings } from '../webhooks/webhooks.service.js';
 import { inLinkScope, readOnlySellerOf, sellerEditable, sellerIdForForm } from './portal-access.js';
+import { portalActor } from '../webhooks/webhook-history.js';
+import { detailHistory } from './portal-history.routes.js';
 import type { PortalSession } from './portal-sessions.js';
 import { assertInScope, loadScopedWebhook, refusedByTenantLimit, sendPage, sendRefusal, sessionOf, type PortalDeps } from './portal.routes.js';
 import type { PageContext } from './views/layout.js';
@@ -133,7 +135,7 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
         callback_url: values.callback_url ?? '',
         seller_id: sellerIdForForm(session, values.seller_id),
         headers: parsed.headers,
-      }, settings, clock.now());
+      }, settings, clock, portalActor(session));
       return sendPage(reply, secretPage(context, webhook, secret), 201);
     } catch (error) {
       return formFailure(reply, error, render);
@@ -145,7 +147,7 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
     const webhook = await load(session, request.params);
     const done = request.query.done;
     const notice = done ? { kind: 'success' as const, text: DONE_NOTICES[done] } : undefined;
-    return sendPage(reply, webhookDetailPage(pageContext(session, webhook.marketplace_code), webhook, await countHeldDeliveries(db, webhook.id), notice));
+    return sendPage(reply, webhookDetailPage(pageContext(session, webhook.marketplace_code), webhook, await countHeldDeliveries(db, webhook.id), notice, await detailHistory(db, webhook)));
   });
 
   app.get(`${one}/edit`, { schema: { ...hide, params: WebhookParams }, preHandler: requireSession }, async (request, reply) => {
@@ -169,7 +171,7 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
         callback_url: values.callback_url ?? '',
         seller_id: sellerIdForForm(session, values.seller_id, webhook),
         headers: parsed.headers,
-      }, settings, clock.now());
+      }, settings, clock, portalActor(session));
     } catch (error) {
       return formFailure(reply, error, render);
     }
@@ -180,10 +182,10 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
     const session = sessionOf(request);
     const webhook = await load(session, request.params);
     const page = async (notice: ReturnType<typeof testNotice>) =>
-      webhookDetailPage(pageContext(session, webhook.marketplace_code), webhook, await countHeldDeliveries(db, webhook.id), notice);
+      webhookDetailPage(pageContext(session, webhook.marketplace_code), webhook, await countHeldDeliveries(db, webhook.id), notice, await detailHistory(db, webhook));
     const refusal = refusedByTenantLimit(deps, session, 'test');
     if (refusal) return sendRefusal(reply, refusal, await page({ kind: 'error', text: refusal.detail }));
-    return sendPage(reply, await page(testNotice(await sendTestNotification(deps, agent, webhook))));
+    return sendPage(reply, await page(testNotice(await sendTestNotification(deps, agent, webhook, portalActor(session)))));
   });
 
   for (const [action, active] of [['pause', false], ['resume', true]] as const) {
@@ -191,7 +193,7 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
       const session = sessionOf(request);
       const webhook = await load(session, request.params);
       // The API's own PATCH {active}: a resume releases the held deliveries and wakes the workers.
-      await changeWebhook(db, session.principal, webhook.marketplace_code, webhook.code, { active }, settings, clock.now());
+      await changeWebhook(db, session.principal, webhook.marketplace_code, webhook.code, { active }, settings, clock, portalActor(session));
       return reply.redirect(`${detailPath(webhook)}?done=${active ? 'resumed' : 'paused'}`, 303);
     });
   }
@@ -199,7 +201,7 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
   app.post(`${one}/rotate-secret`, { schema: { ...hide, params: WebhookParams, body: CsrfForm }, preHandler: requireSession }, async (request, reply) => {
     const session = sessionOf(request);
     const webhook = await load(session, request.params);
-    const rotated = await rotateSecret(db, session.principal, webhook.marketplace_code, webhook.code, settings, clock.now());
+    const rotated = await rotateSecret(db, session.principal, webhook.marketplace_code, webhook.code, settings, clock, portalActor(session));
     return sendPage(reply, secretPage(pageContext(session, webhook.marketplace_code), webhook, rotated.secret, rotated.previousExpiresAt));
   });
 };

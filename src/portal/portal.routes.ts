@@ -20,6 +20,7 @@ import { createPortalSession, deletePortalSession, findPortalSession, type Porta
 import { registerPortalAssets } from './portal-assets.js';
 import { portalWebhookRoutes } from './portal-webhooks.routes.js';
 import { portalDeliveryRoutes } from './portal-deliveries.routes.js';
+import { portalHistoryRoutes } from './portal-history.routes.js';
 import { linkPage, loginPage, marketplacesPage } from './views/auth-pages.js';
 import { errorPage } from './views/error-page.js';
 
@@ -209,6 +210,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
 
   await app.register(portalWebhookRoutes, { ...deps, requireSession });
   await app.register(portalDeliveryRoutes, { ...deps, requireSession });
+  await app.register(portalHistoryRoutes, { ...deps, requireSession });
 };
 
 export type PortalDeps = FeatureDeps & { requireSession: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown> };

@@ -2,15 +2,16 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type { FeatureDeps } from '../deps.js';
 import { authenticate, principalOf } from '../auth/authenticate.js';
-import { AppError, notFound } from '../http/errors.js';
+import { AppError } from '../http/errors.js';
 import { problemResponses, responseHeaders } from '../http/openapi.js';
 import { decodeCursor, encodeCursor, toWebhookListItem, toWebhookResponse } from './webhook-presenter.js';
 import { assertMarketplaceAccess, loadWebhookForPrincipal, tenantOf } from './webhook-access.js';
 import {
   CreatedWebhook, CreateWebhookBody, DEFAULT_PAGE_SIZE, ListQuery, MarketplaceParams, RotatedSecret, UpdateWebhookBody, Webhook, WebhookList, WebhookParams,
 } from './webhook-schemas.js';
-import { changeWebhook, createWebhook, rotateSecret, webhookSettings, type WebhookSettings } from './webhooks.service.js';
-import { deleteWebhook, listWebhooks } from './webhooks.repository.js';
+import { changeWebhook, createWebhook, removeWebhook, rotateSecret, webhookSettings, type WebhookSettings } from './webhooks.service.js';
+import { listWebhooks } from './webhooks.repository.js';
+import { apiActor } from './webhook-history.js';
 import { nextPageLink } from '../http/pagination.js';
 import { countHeldDeliveries } from '../delivery/deliveries.repository.js';
 
@@ -55,7 +56,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
     },
     async (request, reply) => {
       const { marketplace_code: marketplaceCode } = request.params;
-      const { webhook, secret } = await createWebhook(db, principalOf(request), marketplaceCode, request.body, settings, clock.now());
+      const { webhook, secret } = await createWebhook(db, principalOf(request), marketplaceCode, request.body, settings, clock, apiActor(principalOf(request)));
       // The secret is in this body: no cache on the way may keep it.
       reply.code(201).header('location', webhookPath(marketplaceCode, webhook.code)).header('cache-control', 'no-store');
       return { ...toWebhookResponse(webhook), secret };
@@ -139,7 +140,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
     },
     async (request) => {
       const { marketplace_code: marketplaceCode, code } = request.params;
-      const webhook = await changeWebhook(db, principalOf(request), marketplaceCode, code, request.body, settings, clock.now());
+      const webhook = await changeWebhook(db, principalOf(request), marketplaceCode, code, request.body, settings, clock, apiActor(principalOf(request)));
       return toWebhookResponse(webhook, await countHeldDeliveries(db, webhook.id));
     },
   );
@@ -152,7 +153,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
         operationId: 'deleteWebhook',
         tags: TAGS,
         summary: 'Delete a webhook',
-        description: 'Deletes the webhook and its deliveries (pending ones are not sent).',
+        description: 'Deletes the webhook and its deliveries (pending ones are not sent). Its history stays readable by admins until the audit retention.',
         security: SECURITY,
         params: WebhookParams,
         response: { 204: { type: 'null', description: 'Deleted' }, ...problemResponses(401, 404, 409) },
@@ -160,8 +161,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
     },
     async (request, reply) => {
       const { marketplace_code: marketplaceCode, code } = request.params;
-      const webhook = await loadWebhookForPrincipal(db, principalOf(request), marketplaceCode, code);
-      if (!(await deleteWebhook(db, webhook.id))) throw notFound('The webhook does not exist.');
+      await removeWebhook(db, principalOf(request), marketplaceCode, code, clock, apiActor(principalOf(request)));
       return reply.code(204).send(null);
     },
   );
@@ -183,7 +183,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
     async (request, reply) => {
       const { marketplace_code: marketplaceCode, code } = request.params;
       reply.header('cache-control', 'no-store');
-      const rotated = await rotateSecret(db, principalOf(request), marketplaceCode, code, settings, clock.now());
+      const rotated = await rotateSecret(db, principalOf(request), marketplaceCode, code, settings, clock, apiActor(principalOf(request)));
       return { secret: rotated.secret, previous_secret_expires_at: rotated.previousExpiresAt.toISOString() };
     },
   );

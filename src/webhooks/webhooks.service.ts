@@ -2,13 +2,15 @@ import type { Principal } from '../auth/access-tokens.js';
 import type { Database, Queryable } from '../db/database.js';
 import { AppError, notFound, type FieldError } from '../http/errors.js';
 import { parseNetworks, type Network } from '../net/address-policy.js';
+import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Keys } from '../keys.js';
 import { notifyDeliveryWorkers, releaseHeldDeliveries } from '../delivery/deliveries.repository.js';
 import { encryptSecret, newWebhookSecret } from './secret-box.js';
 import { assertMarketplaceAccess, loadWebhookForPrincipal, tenantOf, type Tenant, type WebhookRow } from './webhook-access.js';
 import { ALL_SELLERS, checkCallbackUrl, checkCode, checkHeaders, checkName, normalizeSellerId, normalizeTopic, type Checked } from './webhook-validators.js';
-import { insertWebhook, isSellerConnected, rotateWebhookSecret, updateWebhook, type WebhookChanges } from './webhooks.repository.js';
+import { deleteWebhook, insertWebhook, isSellerConnected, rotateWebhookSecret, updateWebhook, type WebhookChanges } from './webhooks.repository.js';
+import { changedFields, createdFields, recordWebhookHistory, type WebhookActor } from './webhook-history.js';
 
 export interface WebhookSettings {
   secretsKey: Buffer;
@@ -95,7 +97,11 @@ export interface CreatedWebhook {
   secret: string;
 }
 
-export async function createWebhook(db: Database, principal: Principal, marketplaceCode: string, input: CreateWebhookInput, settings: WebhookSettings, now: Date): Promise<CreatedWebhook> {
+/**
+ * The changes below take the actor (who, through which channel) and write the webhook's history
+ * row in their own transaction (webhook-history.ts): a channel cannot change a webhook unrecorded.
+ */
+export async function createWebhook(db: Database, principal: Principal, marketplaceCode: string, input: CreateWebhookInput, settings: WebhookSettings, clock: Clock, actor: WebhookActor): Promise<CreatedWebhook> {
   await assertMarketplaceAccess(db, principal, marketplaceCode);
   const checks = new FieldChecks();
   const code = checks.take('body.code', checkCode(input.code));
@@ -109,8 +115,9 @@ export async function createWebhook(db: Database, principal: Principal, marketpl
   await assertSellerIdAllowed(db, principal, owner, marketplaceCode, sellerId!);
 
   const secret = newWebhookSecret();
-  const webhook = await db.transaction((tx) =>
-    insertWebhook(tx, {
+  const now = clock.now();
+  const webhook = await db.transaction(async (tx) => {
+    const created = await insertWebhook(tx, {
       tenant: owner,
       marketplaceCode,
       code: code!,
@@ -121,12 +128,15 @@ export async function createWebhook(db: Database, principal: Principal, marketpl
       headers: headers!,
       secretEncrypted: encryptSecret(settings.secretsKey, secret),
       now,
-    }, settings.limitPerTenant),
-  );
+    }, settings.limitPerTenant);
+    await recordWebhookHistory(tx, created, actor, { action: 'create', changes: createdFields(created) }, clock);
+    return created;
+  });
   return { webhook, secret };
 }
 
-export async function changeWebhook(db: Database, principal: Principal, marketplaceCode: string, code: string, input: UpdateWebhookInput, settings: WebhookSettings, now: Date): Promise<WebhookRow> {
+/** A PATCH; one that sets `active` is recorded as a pause or a resume, with every field it changed. */
+export async function changeWebhook(db: Database, principal: Principal, marketplaceCode: string, code: string, input: UpdateWebhookInput, settings: WebhookSettings, clock: Clock, actor: WebhookActor): Promise<WebhookRow> {
   const current = await loadWebhookForPrincipal(db, principal, marketplaceCode, code);
   const checks = new FieldChecks();
   const changes: WebhookChanges = {};
@@ -139,23 +149,48 @@ export async function changeWebhook(db: Database, principal: Principal, marketpl
   if (changes.sellerId !== undefined) {
     await assertSellerIdAllowed(db, principal, { kind: current.tenant_kind, id: current.tenant_id }, marketplaceCode, changes.sellerId);
   }
+  const now = clock.now();
   const updated = await db.transaction(async (tx) => {
-    // A resume locks the row first: an event being fanned out (FOR KEY SHARE on the webhook) either
-    // commits its held delivery before this release, or waits and sees the webhook active.
-    if (changes.active === true) await tx.query(`SELECT 1 FROM webhooks WHERE id = $1 FOR UPDATE`, [current.id]);
+    // The row is locked first, so that the history's "before" is the state this update replaces.
+    // A resume takes FOR UPDATE: an event being fanned out (FOR KEY SHARE on the webhook) either
+    // commits its held delivery before this release, or waits and sees the webhook active. Other
+    // changes take only the lock their UPDATE takes anyway, which does not wait for fan-outs.
+    const lock = changes.active === true ? 'FOR UPDATE' : 'FOR NO KEY UPDATE';
+    const { rows: [before] } = await tx.query<WebhookRow>(`SELECT * FROM webhooks WHERE id = $1 ${lock}`, [current.id]);
+    if (!before) return undefined;
     const row = await updateWebhook(tx, current.id, changes, now);
-    if (row && changes.active === true && (await releaseHeldDeliveries(tx, current.id, now)) > 0) await notifyDeliveryWorkers(tx);
+    if (!row) return undefined;
+    if (changes.active === true && (await releaseHeldDeliveries(tx, current.id, now)) > 0) await notifyDeliveryWorkers(tx);
+    const action = changes.active === undefined ? 'update' : changes.active ? 'resume' : 'pause';
+    await recordWebhookHistory(tx, row, actor, { action, changes: changedFields(before, row) }, clock);
     return row;
   });
   if (!updated) throw notFound('The webhook does not exist.');
   return updated;
 }
 
-export async function rotateSecret(db: Queryable, principal: Principal, marketplaceCode: string, code: string, settings: WebhookSettings, now: Date): Promise<{ secret: string; previousExpiresAt: Date }> {
+export async function rotateSecret(db: Database, principal: Principal, marketplaceCode: string, code: string, settings: WebhookSettings, clock: Clock, actor: WebhookActor): Promise<{ secret: string; previousExpiresAt: Date }> {
   const current = await loadWebhookForPrincipal(db, principal, marketplaceCode, code);
   const secret = newWebhookSecret();
+  const now = clock.now();
   const previousExpiresAt = new Date(now.getTime() + settings.secretOverlapSeconds * 1000);
-  const rotated = await rotateWebhookSecret(db, current.id, encryptSecret(settings.secretsKey, secret), previousExpiresAt, now);
+  const rotated = await db.transaction(async (tx) => {
+    const row = await rotateWebhookSecret(tx, current.id, encryptSecret(settings.secretsKey, secret), previousExpiresAt, now);
+    // The field's name only: a secret's value never reaches the history.
+    if (row) await recordWebhookHistory(tx, row, actor, { action: 'rotate_secret', changes: [{ field: 'secret' }], detail: { previous_secret_expires_at: previousExpiresAt.toISOString() } }, clock);
+    return row;
+  });
   if (!rotated) throw notFound('The webhook does not exist.');
   return { secret, previousExpiresAt };
+}
+
+/** Deletes the webhook and its deliveries; its history stays (no foreign key) for the admins. */
+export async function removeWebhook(db: Database, principal: Principal, marketplaceCode: string, code: string, clock: Clock, actor: WebhookActor): Promise<void> {
+  const webhook = await loadWebhookForPrincipal(db, principal, marketplaceCode, code);
+  const deleted = await db.transaction(async (tx) => {
+    if (!(await deleteWebhook(tx, webhook.id))) return false;
+    await recordWebhookHistory(tx, webhook, actor, { action: 'delete' }, clock);
+    return true;
+  });
+  if (!deleted) throw notFound('The webhook does not exist.');
 }
