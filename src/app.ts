@@ -31,6 +31,7 @@ import { eventRoutes } from './events/events.routes.js';
 import { deliveryRoutes } from './delivery/deliveries.routes.js';
 import { createMetrics } from './delivery/metrics.js';
 import { requestMetrics } from './http/request-metrics.js';
+import { refuseTrailingSlash } from './http/trailing-slash.js';
 import { testNotificationRoutes } from './delivery/test-notification.routes.js';
 import { portalLinkRoutes } from './portal/portal-links.routes.js';
 import { adminRoutes } from './admin/admin.routes.js';
@@ -85,6 +86,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.removeContentTypeParser('text/plain');
   useJsonParser(app, jsonBodyParser(app));
   registerResponseHeaders(app);
+  refuseTrailingSlash(app);
   registerProblemHandlers(app, config.DATABASE_RETRY_AFTER_SECONDS, trackAllowedMethods(app));
   await registerOpenApi(app);
   // First, so that its request-duration hook sees every route. /metrics itself is served by the

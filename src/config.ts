@@ -88,7 +88,7 @@ export const ConfigSchema = Type.Object({
   // Webhooks
   WEBHOOKS_PER_TENANT_LIMIT: Integer(100, 'Most webhooks one tenant may have per marketplace.', 1),
   WEBHOOK_SECRET_OVERLAP_SECONDS: Seconds(86_400, 'After rotate-secret, how long the previous secret keeps signing alongside the new one.', 0),
-  WEBHOOK_ALLOWED_NETWORKS: Text('', 'Comma-separated CIDR ranges that callbacks may reach although they are private or loopback (e.g. 127.0.0.0/8 for local tests), IPv4 as four decimal octets without leading zeros (010.0.0.0/8, octal to some parsers, is refused), IPv6 in hex groups without a zone id.'),
+  WEBHOOK_ALLOWED_NETWORKS: Text('', 'Comma-separated CIDR ranges that callbacks may reach although they are private or loopback (e.g. 127.0.0.0/8 for local tests), IPv4 as four decimal octets without leading zeros (010.0.0.0/8, octal to some parsers, is refused), IPv6 in hex groups without a zone id. A callback to localhost or a name under it counts as 127.0.0.1 and ::1.'),
 
   // Per-tenant limits (per API process: N processes allow N times these; 0 turns one off)
   TENANT_EVENTS_PER_SECOND: Integer(100, 'Events one tenant (seller, marketplace, admin user) may post per second, sustained, to one API process; more get 429 with Retry-After.', 0),

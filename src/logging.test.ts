@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +10,7 @@ import { loadConfig } from './config.js';
 import { generateKeys } from './keys.js';
 import { choosePrettyLogs, createLogger } from './logging.js';
 import { projectRoot } from './paths.js';
+import { closed, untilOutput } from './testing/child-process.js';
 import { createTestDatabase, type TestDatabase } from './testing/test-database.js';
 
 /** A log destination that keeps what it is given. */
@@ -115,17 +115,15 @@ test('`plaza serve` writes only JSON lines, the first-start hint among them, wit
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
   try {
-    while (!stdout.includes('"plaza started"')) {
-      if (child.exitCode !== null) assert.fail(`serve exited: ${stderr}`);
-      await once(child.stdout, 'data');
-    }
+    if (!(await untilOutput(child, child.stdout, () => stdout.includes('"plaza started"')))) assert.fail(`serve exited: ${stderr}`);
   } finally {
     // Twice, as `timeout` or an impatient operator does: the second must not kill the process
     // mid-stop (which left the embedded server running).
     child.kill('SIGTERM');
-    while (!stdout.includes('"stopping: finishing in-flight work"') && child.exitCode === null) await Promise.race([once(child.stdout, 'data'), once(child, 'exit')]);
+    await untilOutput(child, child.stdout, () => stdout.includes('"stopping: finishing in-flight work"'));
     child.kill('SIGTERM');
-    [code] = (await once(child, 'exit')) as [number | null];
+    // The child may have exited already: once(child, 'exit') would then wait for ever.
+    ({ code } = await closed(child));
     await testDb?.close();
     rmSync(dataDir, { recursive: true, force: true });
   }

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +11,7 @@ import { verifyPassword } from '../auth/passwords.js';
 import { loadConfig, type Config } from '../config.js';
 import { packageVersion } from '../paths.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
+import { closed } from '../testing/child-process.js';
 import { createTestDatabase } from '../testing/test-database.js';
 import { CLI, runInProcess, runProcess } from './cli-test-kit.js';
 import { COMMANDS } from './commands.js';
@@ -250,7 +250,7 @@ describe('plaza as a process', () => {
     child.stdout.destroy();
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
-    const [code] = (await once(child, 'close')) as [number | null];
+    const { code } = await closed(child);
     assert.equal(code, 0, stderr);
     assert.equal(stderr, '');
   });

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { ManualClock } from '../clock.js';
 import { notificationHeaders } from '../delivery/sender.js';
 import { projectRoot } from '../paths.js';
+import { exited, untilOutput } from '../testing/child-process.js';
 import { newWebhookSecret, secretKeyBytes } from '../webhooks/secret-box.js';
 import { parseListenOptions, startListener, type Listener } from './listen.js';
 import { UsageError } from './usage-error.js';
@@ -111,17 +111,18 @@ test('`plaza listen` as a process: prints its address, verifies a delivery, answ
   let stdout = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
   try {
-    while (!/Listening on http:\/\/127\.0\.0\.1:\d+\//.test(stdout)) await once(child.stdout, 'data');
+    assert.ok(await untilOutput(child, child.stdout, () => /Listening on http:\/\/127\.0\.0\.1:\d+\//.test(stdout)), `listen exited: ${stdout}`);
     const port = Number(/127\.0\.0\.1:(\d+)\//.exec(stdout)![1]);
     // Real time here: the process has its own clock.
     const headers = notificationHeaders({ url: '', messageId: 'msg_proc_1', body, keys: [secretKeyBytes(secret)], headers: {}, timestampSeconds: Math.floor(Date.now() / 1000) });
     assert.equal(await post(port, headers), 500);
-    while (!stdout.includes('answered 500')) await once(child.stdout, 'data');
+    assert.ok(await untilOutput(child, child.stdout, () => stdout.includes('answered 500')), stdout);
     assert.match(stdout, /webhook-id: msg_proc_1/);
     assert.match(stdout, /signature: verified/);
   } finally {
     child.kill('SIGTERM');
   }
-  const [code] = (await once(child, 'exit')) as [number | null];
+  // exited(), not once(child, 'exit'): the child may be gone already (a failed assertion above).
+  const { code } = await exited(child);
   assert.equal(code, 0);
 });

@@ -1,7 +1,7 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { Agent, buildConnector } from 'undici';
-import { addressRange, isAddressAllowed, type Network } from '../net/address-policy.js';
+import { addressRange, allowedLocalhostAddresses, isAddressAllowed, isLocalhostName, LOCALHOST_ADDRESSES, type Network } from '../net/address-policy.js';
 
 /** A callback host resolved to an address Plaza must not reach (loopback, private, metadata, …). */
 export class BlockedAddressError extends Error {
@@ -22,6 +22,12 @@ export async function vetHost(hostname: string, allowed: readonly Network[], res
   let addresses: string[];
   if (isIP(host)) {
     addresses = [host];
+  } else if (isLocalhostName(host)) {
+    // Not asked of DNS (see LOCALHOST_ADDRESSES): the same answer as at create. Both addresses are
+    // this machine's, so the one allowed is used rather than the other refusing the name.
+    const reachable = allowedLocalhostAddresses(allowed);
+    if (reachable.length === 0) throw new BlockedAddressError(`blocked address ${LOCALHOST_ADDRESSES[0]} (loopback) for ${host}`);
+    return reachable[0]!;
   } else {
     try {
       addresses = await resolve(host);

@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../config.js';
 import { loadKeys, type Keys } from '../keys.js';
 import { projectRoot } from '../paths.js';
+import { exited } from '../testing/child-process.js';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';
 import { Receiver, seedDelivery, seedWebhook } from './delivery-test-kit.js';
 
@@ -53,7 +54,6 @@ describe('a worker killed mid-delivery', () => {
     children.push(child);
     return child;
   };
-  const exited = (child: ChildProcess) => new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve(null) : child.once('exit', resolve)));
 
   test('after SIGKILL and a restart every delivery succeeds and every webhook-id arrives', { timeout: 90_000 }, async () => {
     // Slow answers, so that the kill lands while sends are in flight.

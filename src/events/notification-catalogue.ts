@@ -1,5 +1,5 @@
 import { buildNotification, topicPath } from './envelope.js';
-import { EVENT_TOPICS, isPublicationTopic, STATUS_CODE_PATTERN, type EventBody, type EventTopic } from './event-schema.js';
+import { CHANGES_SCHEMA, EVENT_TOPICS, isPublicationTopic, STATUS_CODE_PATTERN, type EventBody, type EventTopic } from './event-schema.js';
 
 /**
  * What a receiver gets for each topic, for the portal's event catalogue: the topic_path form, a
@@ -33,7 +33,7 @@ function publicationSchema(topic: EventTopic): Record<string, unknown> {
         required: ['publication', 'changes', 'author'],
         properties: {
           publication: { type: 'object', required: ['id'], properties: { id: { type: 'integer' } }, additionalProperties: true },
-          changes: { type: ['object', 'array', 'null'] },
+          changes: CHANGES_SCHEMA,
           author: AUTHOR,
         },
       },

@@ -34,7 +34,8 @@ describe('method not allowed and response hardening headers', () => {
       assert.equal(response.statusCode, 404);
       assert.equal(response.headers.allow, undefined);
     }
-    // A trailing slash is another path (it was a 405 that allowed the very method it refused).
+    // A trailing slash is another path (it was a 405 that allowed the very method it refused);
+    // src/http/trailing-slash.test.ts covers every route.
     for (const url of ['/portal/', '/healthz/']) {
       const response = await ctx.app.inject({ method: 'GET', url });
       assert.equal(response.statusCode, 404, url);

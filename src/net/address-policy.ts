@@ -68,3 +68,22 @@ export function isAddressAllowed(text: string, allowed: readonly Network[]): boo
   }
   return address.range() === 'unicast';
 }
+
+/**
+ * The addresses `localhost` and every name under it stand for (RFC 6761 §6.3: this machine's
+ * loopback, never looked up in DNS), IPv4 first. Plaza treats such a name as these addresses, at
+ * create and at connect time alike, so a callback to `http://localhost/` is judged like one to
+ * `http://127.0.0.1/` wherever it is checked, whatever the machine's resolver or hosts file says.
+ */
+export const LOCALHOST_ADDRESSES = ['127.0.0.1', '::1'] as const;
+
+/** `localhost`, `LOCALHOST.`, `api.localhost`: a name that is this machine's loopback. */
+export function isLocalhostName(host: string): boolean {
+  const name = host.toLowerCase().replace(/\.$/, '');
+  return name === 'localhost' || name.endsWith('.localhost');
+}
+
+/** The loopback addresses a localhost name may be reached at under `allowed`, IPv4 first (none by default). */
+export function allowedLocalhostAddresses(allowed: readonly Network[]): string[] {
+  return LOCALHOST_ADDRESSES.filter((address) => isAddressAllowed(address, allowed));
+}

@@ -1,4 +1,4 @@
-import { addressRange, isAddressAllowed, type Network } from '../net/address-policy.js';
+import { addressRange, allowedLocalhostAddresses, isAddressAllowed, isLocalhostName, type Network } from '../net/address-policy.js';
 import { CODE_PATTERN, isCode, MAX_INT32 } from '../http/path-params.js';
 import { isReservedHeader } from './reserved-headers.js';
 
@@ -72,8 +72,9 @@ const URL_FORBIDDEN_CHARACTERS = /[\u0000-\u0020\u007f]/;
 
 /**
  * An absolute http(s) URL without credentials or fragment. A literal IP address must be one the
- * delivery may reach (public, or in WEBHOOK_ALLOWED_NETWORKS); host names are checked again at
- * connect time by the delivery. The URL is stored as given: the WHATWG parser used here is also
+ * delivery may reach (public, or in WEBHOOK_ALLOWED_NETWORKS), and so must `localhost` or a name
+ * under it (the loopback addresses it stands for); other host names are checked at connect time by
+ * the delivery, when they are resolved. The URL is stored as given: the WHATWG parser used here is also
  * the one the sender uses, so odd IPv4 forms (`http://2130706433/`) are judged as what they mean.
  */
 export function checkCallbackUrl(text: string, allowed: readonly Network[]): Checked<string> {
@@ -95,6 +96,9 @@ export function checkCallbackUrl(text: string, allowed: readonly Network[]): Che
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
   const range = addressRange(host);
   if (range !== 'invalid' && !isAddressAllowed(host, allowed)) return fail(`must not point to a ${range} address (${host})`);
+  // A localhost name is loopback by definition: refused here like 127.0.0.1, not accepted and
+  // then blocked at every send (retried for days), unless a loopback address it means is allowed.
+  if (isLocalhostName(host) && allowedLocalhostAddresses(allowed).length === 0) return fail(`must not point to a loopback address (${host})`);
   return ok(text);
 }
 
