@@ -80,8 +80,9 @@ export const ConfigSchema = Type.Object({
   LOGIN_REFUSAL_AUDIT_WINDOW_SECONDS: Integer(60, 'Refused (429) logins are audited as one login_limited row per user and IP per window of this length, with the count.', 1, 3600),
   AUTH_AUDIT_RETENTION_DAYS: Days(90, 'Audit events of logins, refreshes and logouts, and webhook history rows (deleted webhooks\' too), older than this are pruned.', 1),
   API_KEY_LAST_USED_RESOLUTION_SECONDS: Seconds(60, 'An API key\'s last-used time is written at most this often, not on every request.', 1),
-  JWT_KEYS_RELOAD_SECONDS: Integer(10, 'How often each process reloads the JWT signing keys from the database; a rotated-in key starts signing this long after `plaza keys rotate-jwt`, once every process knows it. Give every process the same value.', 1, 3600),
-  JWKS_MAX_AGE_SECONDS: Seconds(300, 'Cache-Control max-age of GET /.well-known/jwks.json.', 0),
+  JWT_KEYS_RELOAD_SECONDS: Integer(10, 'How often each process reads the JWT signing keys from the database. A process also reads them before it signs or answers the JWKS with keys read longer ago (at most 30 s, so that every process publishes a new key within 60 s of `plaza keys rotate-jwt`).', 1, 30),
+  JWKS_MAX_AGE_SECONDS: Integer(300, 'Cache-Control max-age of GET /.well-known/jwks.json. A rotated-in key is published 60 s + this + JWT_VERIFIER_COOLDOWN_SECONDS before it signs, so that a copy of the JWKS cached this long holds it.', 0, 86_400),
+  JWT_VERIFIER_COOLDOWN_SECONDS: Integer(30, 'How long a verifier of the access tokens may wait before it fetches the JWKS again when it meets an unknown kid (jose\'s createRemoteJWKSet: 30 s by default); counted in the time a rotated-in key is published before it signs. `plaza keys rotate-jwt` writes the timeline with its own value of this and of JWKS_MAX_AGE_SECONDS: run it with the servers\' values.', 0, 3600),
   REDIS_URL: OptionalText('redis://… Keeps login-limit counters in Redis instead of the database.'),
   REDIS_KEY_PREFIX: Text('plaza:', 'Prefix of every Redis key Plaza writes, so that several deployments can share one Redis.'),
 

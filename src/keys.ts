@@ -1,16 +1,19 @@
 import { randomBytes } from 'node:crypto';
 import { importJWK, importPKCS8, type CryptoKey, type JWK } from 'jose';
-import type { Clock } from './clock.js';
+import { systemClock, type Clock } from './clock.js';
 import { ConfigError, type Config } from './config.js';
 import type { Database } from './db/database.js';
-import { ALGORITHM, ensureSigningKey, loadJwtKeySet, newPrivateKeyPem, publicJwkOf, type JwtKeySet } from './keys/jwt-key-ring.js';
+import { ALGORITHM, ensureSigningKey, keySetOf as keySetOfView, newPrivateKeyPem, publicJwkOf, type JwtKeySet } from './keys/jwt-key-ring.js';
+import { LiveKeyRing } from './keys/live-key-ring.js';
 import { deriveKey, readKeyFile, resolveSecretsKey, verifySecretsKey, type SecretsKey } from './keys/secrets-key.js';
 
 export { ALGORITHM };
 
 /**
  * Key material of the service, imported once (a pre-imported key signs ~1.7× faster).
- * - signing: the Ed25519 key that signs access tokens, with its kid;
+ * - signing: the Ed25519 key that signs access tokens, with its kid; with keys from the database,
+ *   the one that signed when they were last read: a token is signed by signingKeyOf (the timeline's
+ *   key of that instant);
  * - verification: every public key accepted by kid (the signing one, rotated-out and pending ones);
  * - jwks: those public keys as published at /.well-known/jwks.json;
  * - webhookSecretsKey: AES-256 key that encrypts webhook signing secrets at rest;
@@ -27,6 +30,13 @@ export interface Keys extends JwtKeySet {
   secrets: SecretsKey;
   /** Where the JWT keys come from: the database (rotatable) or JWT_PRIVATE_KEY. */
   jwtSource: 'database' | 'environment' | 'memory';
+  /** The database's keys and their timeline (jwtSource 'database'). */
+  ring?: LiveKeyRing;
+}
+
+/** The key that signs a token at `now`: by the database's timeline, or the one key of the environment. */
+export async function signingKeyOf(keys: Keys, now: Date): Promise<JwtKeySet['signing']> {
+  return keys.ring ? keys.ring.signingKey(now) : keys.signing;
 }
 
 /** A key given in the environment that cannot be imported is that setting's fault: a ConfigError naming it. */
@@ -45,48 +55,51 @@ async function fromEnvironment<T>(setting: string, load: () => Promise<T>): Prom
  * JWT_PRIVATE_KEY when set, else from the database (created on first start). Without a database
  * (tools, tests) and without JWT_PRIVATE_KEY, a throwaway signing key is used.
  */
-export async function loadKeys(config: Config, db?: Database, now = new Date()): Promise<Keys> {
+export async function loadKeys(config: Config, db?: Database, clock: Clock = systemClock): Promise<Keys> {
   const secrets = resolveSecretsKey(config);
   const derived = derivedKeys(secrets.key);
-  if (db) await verifySecretsKey(db, secrets, derived.webhookSecretsKey, now);
-  const extra = parseVerificationKeys(config);
+  if (db) await verifySecretsKey(db, secrets, derived.webhookSecretsKey, clock.now());
+  const extra = await fromEnvironment('JWT_VERIFICATION_KEYS', () => importVerificationKeys(parseVerificationKeys(config)));
   let set: JwtKeySet;
   let jwtSource: Keys['jwtSource'];
+  let ring: LiveKeyRing | undefined;
   if (config.JWT_PRIVATE_KEY) {
     set = await fromEnvironment('JWT_PRIVATE_KEY', () => keySetOf(config.JWT_PRIVATE_KEY!, config.JWT_KEY_ID));
     jwtSource = 'environment';
   } else if (db) {
     // Errors here are the database's (or a key it holds that SECRETS_KEY, checked above, opens):
     // not a setting's, so not reported as one.
-    await ensureSigningKey(db, secrets.key, now, readKeyFile(config.DATA_DIR)?.jwtPrivateKeyPem);
-    set = await loadJwtKeySet(db, secrets.key, config, now);
+    await ensureSigningKey(db, secrets.key, clock, readKeyFile(config.DATA_DIR)?.jwtPrivateKeyPem);
+    ring = await LiveKeyRing.open(db, secrets.key, config, clock);
+    set = keySetOfView(ring.current, clock.now().getTime());
     jwtSource = 'database';
   } else {
     set = await keySetOf(newPrivateKeyPem());
     jwtSource = 'memory';
   }
-  await fromEnvironment('JWT_VERIFICATION_KEYS', () => addVerificationKeys(set, extra));
-  return { ...set, ...derived, secrets, jwtSource };
+  addVerificationKeys(set, extra);
+  const keys: Keys = { ...set, ...derived, secrets, jwtSource, ...(ring ? { ring } : {}) };
+  // Every read of the database's keys replaces them in place: every holder sees the new set.
+  ring?.onLoad((view) => {
+    const next = keySetOfView(view, clock.now().getTime());
+    addVerificationKeys(next, extra);
+    keys.signing = next.signing;
+    keys.verification = next.verification;
+    keys.jwks = next.jwks;
+  });
+  return keys;
 }
 
-/**
- * Reloads the database's JWT keys into `keys` (in place: every holder sees the new set). Called
- * every JWT_KEYS_RELOAD_SECONDS by startKeyReloader, and directly by tests with their clock.
- */
-export async function reloadKeys(keys: Keys, db: Database, config: Config, now: Date): Promise<void> {
-  if (keys.jwtSource !== 'database') return;
-  const set = await loadJwtKeySet(db, keys.secrets.key, config, now);
-  await addVerificationKeys(set, parseVerificationKeys(config));
-  keys.signing = set.signing;
-  keys.verification = set.verification;
-  keys.jwks = set.jwks;
+/** Reads the database's JWT keys again into `keys`: startKeyReloader's work, and tests' with their clock. */
+export async function reloadKeys(keys: Keys): Promise<void> {
+  await keys.ring?.reload();
 }
 
 /** Keeps the keys current; returns the function that stops it. A failed reload keeps the last set and tries again. */
-export function startKeyReloader(keys: Keys, db: Database, config: Config, clock: Clock, onError: (error: unknown) => void): () => void {
-  if (keys.jwtSource !== 'database') return () => {};
+export function startKeyReloader(keys: Keys, config: Config, onError: (error: unknown) => void): () => void {
+  if (!keys.ring) return () => {};
   const timer = setInterval(() => {
-    reloadKeys(keys, db, config, clock.now()).catch(onError);
+    reloadKeys(keys).catch(onError);
   }, config.JWT_KEYS_RELOAD_SECONDS * 1000);
   timer.unref();
   return () => clearInterval(timer);
@@ -128,10 +141,23 @@ function parseVerificationKeys(config: Config): JWK[] {
   }
 }
 
-async function addVerificationKeys(set: JwtKeySet, extra: JWK[]): Promise<void> {
+interface VerificationKey {
+  jwk: JWK;
+  key: CryptoKey;
+}
+
+async function importVerificationKeys(extra: JWK[]): Promise<VerificationKey[]> {
+  const imported: VerificationKey[] = [];
   for (const jwk of extra) {
     const { d: _private, ...publicJwk } = jwk;
-    set.verification.set(jwk.kid!, (await importJWK(publicJwk, ALGORITHM)) as CryptoKey);
-    set.jwks.push({ ...publicJwk, alg: ALGORITHM, use: 'sig' });
+    imported.push({ jwk: { ...publicJwk, alg: ALGORITHM, use: 'sig' }, key: (await importJWK(publicJwk, ALGORITHM)) as CryptoKey });
+  }
+  return imported;
+}
+
+function addVerificationKeys(set: JwtKeySet, extra: VerificationKey[]): void {
+  for (const { jwk, key } of extra) {
+    set.verification.set(jwk.kid!, key);
+    set.jwks.push(jwk);
   }
 }

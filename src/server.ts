@@ -63,12 +63,12 @@ export async function serve(config: Config, role: Role): Promise<void> {
       await db.close();
       process.exit(0);
     }
-    keys = await loadKeys(config, db, systemClock.now());
+    keys = await loadKeys(config, db, systemClock);
   } catch (error) {
     await db.close();
     throw error;
   }
-  const stopKeyReloader = startKeyReloader(keys, db, config, systemClock, (error) => logger.error({ err: error }, 'reloading the JWT keys failed; keeping the current ones'));
+  const stopKeyReloader = startKeyReloader(keys, config, (error) => logger.error({ err: error }, 'reloading the JWT keys failed; keeping the current ones'));
   if ((await countUsers(db)) === 0) {
     logger.warn(FIRST_USER_HINT, 'no user exists yet');
   }

@@ -3,7 +3,7 @@ import { errors, jwtVerify, SignJWT, type JWTHeaderParameters, type JWTPayload }
 import type { Role } from '../accounts/accounts.repository.js';
 import type { Config } from '../config.js';
 import { MAX_INT32 } from '../http/path-params.js';
-import { ALGORITHM, type Keys } from '../keys.js';
+import { ALGORITHM, signingKeyOf, type Keys } from '../keys.js';
 
 /** The user and session an access token speaks for. The seller in context comes only from here. */
 export interface UserPrincipal {
@@ -44,20 +44,24 @@ interface AccessClaims extends JWTPayload {
 
 export type TokenSubject = Omit<UserPrincipal, 'tokenId' | 'apiKeyId'>;
 
-/** Signs a stateless access token (RFC 9068 shape: typ at+jwt, kid, iss, aud, sub, exp, jti). */
+/**
+ * Signs a stateless access token (RFC 9068 shape: typ at+jwt, kid, iss, aud, sub, exp, jti), with
+ * the key that the keys' timeline names for `now` (jwt-key-timeline.ts).
+ */
 export async function issueAccessToken(keys: Keys, config: Config, subject: TokenSubject, now: Date): Promise<string> {
+  const signing = await signingKeyOf(keys, now);
   const iat = Math.floor(now.getTime() / 1000);
   const claims: AccessClaims = { sid: subject.sessionId, seller_id: subject.sellerId, role: subject.role };
   if (subject.marketplaceCode) claims.mkt = subject.marketplaceCode;
   return new SignJWT(claims)
-    .setProtectedHeader({ alg: ALGORITHM, typ: ACCESS_TOKEN_TYPE, kid: keys.signing.kid })
+    .setProtectedHeader({ alg: ALGORITHM, typ: ACCESS_TOKEN_TYPE, kid: signing.kid })
     .setIssuer(config.JWT_ISSUER)
     .setAudience(config.JWT_AUDIENCE)
     .setSubject(String(subject.userId))
     .setIssuedAt(iat)
     .setExpirationTime(iat + config.ACCESS_TOKEN_TTL_SECONDS)
     .setJti(randomUUID())
-    .sign(keys.signing.privateKey);
+    .sign(signing.privateKey);
 }
 
 export class InvalidAccessTokenError extends Error {}

@@ -226,7 +226,7 @@ describe('plaza CLI (in-process)', () => {
     assert.equal(status.code, 0, status.stderr);
     const rotated = await plaza(['keys', 'rotate-jwt']);
     assert.equal(rotated.code, 0, rotated.stderr);
-    assert.match(rotated.stdout, /New JWT signing key \S+ signs from /);
+    assert.match(rotated.stdout, /New JWT signing key \S+: published now, signs from \S+ \(in 390 s: 60 s for every process to publish it \+ JWKS_MAX_AGE_SECONDS 300 \+ JWT_VERIFIER_COOLDOWN_SECONDS 30\)\./);
     const secrets = await plaza(['keys', 'rotate-secrets-key']);
     assert.equal(secrets.code, 0, secrets.stderr);
     const next = /New SECRETS_KEY=(\S+)/.exec(secrets.stdout)?.[1];

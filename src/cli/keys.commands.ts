@@ -1,5 +1,6 @@
 import { readKeyFile, stageKeyFile, decodeSecretsKey, fingerprintOf, newSecretsKey, resolveSecretsKey } from '../keys/secrets-key.js';
 import { rotateJwtKey } from '../keys/jwt-key-ring.js';
+import { PUBLICATION_SECONDS, publishedAfterRetirementMs, signingLeadSeconds } from '../keys/jwt-key-timeline.js';
 import { rotateSecretsKey } from '../keys/rotate-secrets-key.js';
 import { loadKeys } from '../keys.js';
 import { readStdin, table, type Command } from './command.js';
@@ -20,23 +21,34 @@ export const keyCommands: Command[] = [
       ctx.out(secrets ? `SECRETS_KEY from ${secrets.source}: fingerprint ${fingerprintOf(secrets.key)}` : 'SECRETS_KEY: not set, and no key file in DATA_DIR yet');
       ctx.out(`database secrets encrypted under:  fingerprint ${check.rows[0]?.fingerprint ?? '(not recorded yet)'}`);
       if (config.JWT_PRIVATE_KEY) ctx.out('JWT signing key: JWT_PRIVATE_KEY (from the environment)');
-      const { rows } = await db.query<{ kid: string; activates_at: Date; retired_at: Date | null }>(`SELECT kid, activates_at, retired_at FROM jwt_signing_keys ORDER BY activates_at`);
-      ctx.out(table(['KID', 'SIGNS FROM', 'RETIRED AT'], rows.map((row) => [row.kid, row.activates_at, row.retired_at])));
+      const { rows } = await db.query<{ kid: string; created_at: Date; activates_at: Date; retired_at: Date | null }>(
+        `SELECT kid, created_at, activates_at, retired_at FROM jwt_signing_keys ORDER BY activates_at, kid`,
+      );
+      const until = (retiredAt: Date | null) => (retiredAt ? new Date(retiredAt.getTime() + publishedAfterRetirementMs(config)) : '');
+      ctx.out(table(['KID', 'PUBLISHED AT', 'SIGNS FROM', 'SIGNS UNTIL', 'IN JWKS UNTIL'], rows.map((row) => [row.kid, row.created_at, row.activates_at, row.retired_at ?? '', until(row.retired_at)])));
     },
   },
   {
     name: 'keys rotate-jwt',
     args: '',
-    summary: 'Add a new JWT signing key; the old one stays published until its tokens expire',
-    details: 'Each process publishes the new key (JWKS) at its next key reload and signs with it JWT_KEYS_RELOAD_SECONDS after the rotation, by its own setting, once every process has loaded it: give every process the same JWT_KEYS_RELOAD_SECONDS.',
+    summary: 'Add a new JWT signing key; it signs once every verifier can know it, the old one then stops',
+    details: [
+      'The new key is published at once (each process serves it within 60 s) and signs from 60 s + JWKS_MAX_AGE_SECONDS +',
+      'JWT_VERIFIER_COOLDOWN_SECONDS later (390 s by default), by this command\'s settings: give it the servers\' values.',
+      'At that instant every process switches to it, and the old key signs nothing more; it stays in the JWKS until the',
+      'tokens it signed have expired (ACCESS_TOKEN_TTL_SECONDS + JWT_CLOCK_TOLERANCE_SECONDS).',
+    ].join('\n'),
     async run(_input, ctx) {
       const config = ctx.config();
       if (config.JWT_PRIVATE_KEY) throw new UsageError('The signing key comes from JWT_PRIVATE_KEY: rotate it there (and list the old public key in JWT_VERIFICATION_KEYS), or unset it to keep keys in the database.');
       const db = await ctx.database();
-      const keys = await loadKeys(config, db, ctx.now());
-      const rotated = await rotateJwtKey(db, keys.secrets.key, config, ctx.now());
-      ctx.out(`New JWT signing key ${rotated.kid} signs from ${rotated.activatesAt.toISOString()} at the earliest (JWT_KEYS_RELOAD_SECONDS after now, as each process is configured).`);
-      if (rotated.retired.length > 0) ctx.out(`Retired ${rotated.retired.join(', ')}: published until the tokens it signed have expired.`);
+      const keys = await loadKeys(config, db, ctx);
+      const rotated = await rotateJwtKey(db, keys.secrets.key, config, ctx);
+      const lead = signingLeadSeconds(config);
+      ctx.out(`New JWT signing key ${rotated.kid}: published now, signs from ${rotated.signsFrom.toISOString()} (in ${lead} s: ${PUBLICATION_SECONDS} s for every process to publish it + JWKS_MAX_AGE_SECONDS ${config.JWKS_MAX_AGE_SECONDS} + JWT_VERIFIER_COOLDOWN_SECONDS ${config.JWT_VERIFIER_COOLDOWN_SECONDS}).`);
+      for (const old of rotated.retired) {
+        ctx.out(`${old.kid} signs until ${rotated.signsFrom.toISOString()}, then nothing more; in the JWKS until ${old.publishedUntil.toISOString()}, when its last tokens have expired.`);
+      }
     },
   },
   {

@@ -1,14 +1,17 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { calculateJwkThumbprint, exportJWK, importJWK, importPKCS8, type CryptoKey, type JWK } from 'jose';
+import { ManualClock, type Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Database, Queryable } from '../db/database.js';
 import { decryptSecret, encryptSecret } from '../webhooks/secret-box.js';
+import { publishedAfterRetirementMs, signingKeyAt, signingLeadSeconds, type TimelineKey } from './jwt-key-timeline.js';
 import { deriveKey } from './secrets-key.js';
 
 /**
  * The JWT signing keys of an installation live in the database (jwt_signing_keys), private parts
- * encrypted under SECRETS_KEY, so that every process signs and verifies with the same set and a
- * rotation reaches them all. Each process reloads the set every JWT_KEYS_RELOAD_SECONDS.
+ * encrypted under SECRETS_KEY, so that every process signs and verifies with the same set, and
+ * each key carries its timeline (jwt-key-timeline.ts): created_at is when it was published,
+ * activates_at when it signs from, retired_at when it stops signing.
  */
 export const ALGORITHM = 'EdDSA';
 
@@ -44,60 +47,64 @@ export async function publicJwkOf(pem: string): Promise<{ kid: string; jwk: JWK 
 }
 
 /**
- * A retired key stays published while tokens it signed can still be valid: their lifetime and
- * leeway, plus two reload intervals: the new key may sign one interval after the retirement was
- * written (signsFrom), and a process that has not reloaded since still signs with the old one for
- * up to another.
+ * The database's clock minus `clock`, so that every process reads the timeline on one clock,
+ * whatever its host's. In tests a ManualClock is the database's clock (as in database-clock.ts):
+ * the timeline is written and read on it, and moving it moves the timeline's "now".
  */
-export function publishedForMs(config: Config): number {
-  return (config.ACCESS_TOKEN_TTL_SECONDS + config.JWT_CLOCK_TOLERANCE_SECONDS + 2 * config.JWT_KEYS_RELOAD_SECONDS) * 1000;
-}
-
-/**
- * When a key may sign, in this process: at its activation time, and not before every process has
- * had one reload interval, by this process's own setting, to publish it. The activation time was
- * computed by the process that rotated, a CLI whose JWT_KEYS_RELOAD_SECONDS may be shorter than the
- * servers': tokens signed on its word were refused by servers that had not reloaded yet.
- */
-function signsFrom(row: SigningKeyRow, config: Config): number {
-  return Math.max(row.activates_at.getTime(), row.created_at.getTime() + config.JWT_KEYS_RELOAD_SECONDS * 1000);
+export async function databaseClockSkewMs(db: Queryable, clock: Clock): Promise<number> {
+  if (clock instanceof ManualClock) return 0;
+  const before = clock.now().getTime();
+  const { rows } = await db.query<{ now: Date }>(`SELECT statement_timestamp() AS now`);
+  return rows[0]!.now.getTime() - (before + clock.now().getTime()) / 2;
 }
 
 // Rotations and the first key are serialised across processes.
 const LOCK = `SELECT pg_advisory_xact_lock(hashtext('plaza:jwt-keys'))`;
 
-async function insertKey(tx: Queryable, master: Buffer, pem: string, now: Date, activatesAt: Date): Promise<string> {
+async function insertKey(tx: Queryable, master: Buffer, pem: string, publishedAt: Date, signsFrom: Date): Promise<string> {
   const { kid, jwk } = await publicJwkOf(pem);
   await tx.query(
     `INSERT INTO jwt_signing_keys (kid, public_jwk, private_key_encrypted, created_at, activates_at) VALUES ($1, $2, $3, $4, $5)`,
-    [kid, JSON.stringify(jwk), encryptSecret(jwtKeyEncryptionKey(master), pem), now, activatesAt],
+    [kid, JSON.stringify(jwk), encryptSecret(jwtKeyEncryptionKey(master), pem), publishedAt, signsFrom],
   );
   return kid;
 }
 
 /** The first start creates the first key (or imports the one an earlier version kept in DATA_DIR/keys.json). */
-export async function ensureSigningKey(db: Database, master: Buffer, now: Date, legacyPem?: string): Promise<void> {
+export async function ensureSigningKey(db: Database, master: Buffer, clock: Clock, legacyPem?: string): Promise<void> {
   const { rowCount } = await db.query(`SELECT 1 FROM jwt_signing_keys LIMIT 1`);
   if (rowCount > 0) return;
   await db.transaction(async (tx) => {
     await tx.query(LOCK);
     if ((await tx.query(`SELECT 1 FROM jwt_signing_keys LIMIT 1`)).rowCount > 0) return;
+    // It signs at once: no verifier can hold a copy of the JWKS without it, there was none before.
+    const now = new Date(clock.now().getTime() + (await databaseClockSkewMs(tx, clock)));
     await insertKey(tx, master, legacyPem ?? newPrivateKeyPem(), now, now);
   });
 }
 
+export interface Rotation {
+  kid: string;
+  publishedAt: Date;
+  signsFrom: Date;
+  /** The keys that stop signing at signsFrom, and when they leave the JWKS. */
+  retired: { kid: string; publishedUntil: Date }[];
+}
+
 /**
- * Adds a new signing key. Each process publishes it at its next reload, and signs with it one
- * reload interval after now (signsFrom: by the signing process's own setting), when every process
- * knows it; the current key stops signing then and stays published until its tokens have expired.
+ * Adds a new signing key, published now and signing from now + signingLeadSeconds; the keys that
+ * have no end yet (the signing one, and one still waiting from an earlier rotation) stop signing
+ * at that same instant. Scheduled, not immediate: every process knows the switch before it happens.
  */
-export async function rotateJwtKey(db: Database, master: Buffer, config: Config, now: Date): Promise<{ kid: string; activatesAt: Date; retired: string[] }> {
-  const activatesAt = new Date(now.getTime() + config.JWT_KEYS_RELOAD_SECONDS * 1000);
+export async function rotateJwtKey(db: Database, master: Buffer, config: Config, clock: Clock): Promise<Rotation> {
   return db.transaction(async (tx) => {
     await tx.query(LOCK);
-    const { rows } = await tx.query<{ kid: string }>(`UPDATE jwt_signing_keys SET retired_at = $1 WHERE retired_at IS NULL RETURNING kid`, [activatesAt]);
-    const kid = await insertKey(tx, master, newPrivateKeyPem(), now, activatesAt);
-    return { kid, activatesAt, retired: rows.map((row) => row.kid) };
+    const now = clock.now().getTime() + (await databaseClockSkewMs(tx, clock));
+    const signsFrom = new Date(now + signingLeadSeconds(config) * 1000);
+    const { rows } = await tx.query<{ kid: string }>(`UPDATE jwt_signing_keys SET retired_at = $1 WHERE retired_at IS NULL RETURNING kid`, [signsFrom]);
+    const kid = await insertKey(tx, master, newPrivateKeyPem(), new Date(now), signsFrom);
+    const publishedUntil = new Date(signsFrom.getTime() + publishedAfterRetirementMs(config));
+    return { kid, publishedAt: new Date(now), signsFrom, retired: rows.map((row) => ({ kid: row.kid, publishedUntil })) };
   });
 }
 
@@ -117,22 +124,46 @@ async function importRow(row: SigningKeyRow, master: Buffer) {
   return pair;
 }
 
-/** The published keys and the one that signs now: the newest whose time to sign has come (signsFrom). */
-export async function loadJwtKeySet(db: Queryable, master: Buffer, config: Config, now: Date): Promise<JwtKeySet> {
+/** What a process knows of the key table: the keys still published, read at readAt (its clock). */
+export interface KeyView {
+  keys: TimelineKey[];
+  readAt: number;
+  /** The database's clock minus the process's, when it was read. */
+  skewMs: number;
+}
+
+/** Reads the keys still published: not retired, or retired less than a token lifetime (and leeway) ago. */
+export async function readKeyView(db: Queryable, master: Buffer, config: Config, clock: Clock): Promise<KeyView> {
+  const skewMs = await databaseClockSkewMs(db, clock);
+  const readAt = clock.now().getTime();
   const { rows } = await db.query<SigningKeyRow>(
     `SELECT kid, public_jwk, private_key_encrypted, created_at, activates_at, retired_at FROM jwt_signing_keys
       WHERE retired_at IS NULL OR retired_at > $1
       ORDER BY activates_at, kid`,
-    [new Date(now.getTime() - publishedForMs(config))],
+    [new Date(readAt + skewMs - publishedAfterRetirementMs(config))],
   );
   if (rows.length === 0) throw new Error('no JWT signing key in the database');
-  // The first key of an installation signs at once: there is no other.
-  const current = rows.filter((row) => signsFrom(row, config) <= now.getTime()).at(-1) ?? rows[0]!;
-  const verification = new Map<string, CryptoKey>();
-  for (const row of rows) verification.set(row.kid, (await importRow(row, master)).publicKey);
+  const keys: TimelineKey[] = [];
+  for (const row of rows) {
+    const pair = await importRow(row, master);
+    keys.push({
+      kid: row.kid,
+      publishedAt: row.created_at.getTime(),
+      signsFrom: row.activates_at.getTime(),
+      retiredAt: row.retired_at?.getTime() ?? null,
+      ...pair,
+      jwk: { ...row.public_jwk, kid: row.kid, alg: ALGORITHM, use: 'sig' },
+    });
+  }
+  return { keys, readAt, skewMs };
+}
+
+/** The key set of a view, its signing key the one of `now` (the process's clock). */
+export function keySetOf(view: KeyView, now: number): JwtKeySet {
+  const signing = signingKeyAt(view.keys, now + view.skewMs);
   return {
-    signing: { kid: current.kid, privateKey: (await importRow(current, master)).privateKey },
-    verification,
-    jwks: rows.map((row) => ({ ...row.public_jwk, kid: row.kid, alg: ALGORITHM, use: 'sig' })),
+    signing: { kid: signing.kid, privateKey: signing.privateKey },
+    verification: new Map(view.keys.map((key) => [key.kid, key.publicKey])),
+    jwks: view.keys.map((key) => key.jwk),
   };
 }

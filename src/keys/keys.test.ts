@@ -4,16 +4,18 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { createRemoteJWKSet, jwtVerify } from 'jose';
+import { decodeProtectedHeader } from 'jose';
 import { buildApp, type App } from '../app.js';
 import { issueAccessToken } from '../auth/access-tokens.js';
 import { ManualClock } from '../clock.js';
 import { loadConfig, type Config } from '../config.js';
+import type { Database } from '../db/database.js';
 import { loadKeys, reloadKeys, type Keys } from '../keys.js';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';
 import { decryptSecret, encryptSecret } from '../webhooks/secret-box.js';
 import { seedMarketplace } from '../testing/fixtures.js';
 import { rotateJwtKey } from './jwt-key-ring.js';
+import { signingLeadSeconds } from './jwt-key-timeline.js';
 import { rotateSecretsKey } from './rotate-secrets-key.js';
 import { keyFilePath, SecretsKeyMismatchError } from './secrets-key.js';
 
@@ -24,15 +26,13 @@ describe('JWT keys in the database, JWKS and rotation', () => {
   let config: Config;
   let keys: Keys;
   let app: App;
-  let url: string;
   const clock = new ManualClock(new Date());
 
   before(async () => {
     db = await createTestDatabase();
     config = loadConfig({ LOG_LEVEL: 'silent', SECRETS_KEY: randomBytes(32).toString('base64'), JWKS_MAX_AGE_SECONDS: '120' });
-    keys = await loadKeys(config, db, clock.now());
+    keys = await loadKeys(config, db, clock);
     app = await buildApp({ config, db, keys, clock, logger: false });
-    url = `${await app.listen({ host: '127.0.0.1', port: 0 })}/.well-known/jwks.json`;
   });
   after(async () => {
     await app.close();
@@ -54,54 +54,75 @@ describe('JWT keys in the database, JWKS and rotation', () => {
   });
 
   test('a second process on the database signs with the same key', async () => {
-    const other = await loadKeys(config, db, clock.now());
+    const other = await loadKeys(config, db, clock);
     assert.equal(other.signing.kid, keys.signing.kid);
   });
 
-  test('a verifier using createRemoteJWKSet keeps working across a rotation', async () => {
-    const jwks = createRemoteJWKSet(new URL(url), { cooldownDuration: 0 });
-    const verify = (token: string) => jwtVerify(token, jwks, { issuer: config.JWT_ISSUER, audience: config.JWT_AUDIENCE, currentDate: clock.now() });
-    const before = await issueAccessToken(keys, config, subject, clock.now());
-    assert.equal((await verify(before)).protectedHeader.kid, keys.signing.kid);
+  test('rotate-jwt publishes the new key now, schedules its first signature and the old key\'s last', async () => {
     const oldKid = keys.signing.kid;
+    const rotatedAt = clock.now().getTime();
+    const rotated = await rotateJwtKey(db, keys.secrets.key, config, clock);
+    // JWKS_MAX_AGE_SECONDS 120 here, JWT_VERIFIER_COOLDOWN_SECONDS 30 by default, 60 s to publish.
+    assert.equal(signingLeadSeconds(config), 210);
+    assert.equal(rotated.signsFrom.getTime(), rotatedAt + 210_000);
+    assert.deepEqual(rotated.retired, [{ kid: oldKid, publishedUntil: new Date(rotated.signsFrom.getTime() + (config.ACCESS_TOKEN_TTL_SECONDS + config.JWT_CLOCK_TOLERANCE_SECONDS) * 1000) }]);
+    const { rows } = await db.query<{ kid: string; created_at: Date; activates_at: Date; retired_at: Date | null }>(`SELECT kid, created_at, activates_at, retired_at FROM jwt_signing_keys ORDER BY activates_at`);
+    assert.deepEqual(rows.map((row) => [row.kid, row.retired_at?.getTime() ?? null]), [[oldKid, rotated.signsFrom.getTime()], [rotated.kid, null]]);
+    assert.equal(rows[1]!.created_at.getTime(), rotatedAt);
 
-    const rotated = await rotateJwtKey(db, keys.secrets.key, config, clock.now());
-    await reloadKeys(keys, db, config, clock.now());
-    assert.equal(keys.signing.kid, oldKid, 'the new key does not sign before every process knows it');
-    assert.deepEqual(keys.jwks.map((k) => k.kid).sort(), [oldKid, rotated.kid].sort(), 'but it is published at once');
-
-    clock.advance(config.JWT_KEYS_RELOAD_SECONDS * 1000);
-    await reloadKeys(keys, db, config, clock.now());
-    assert.equal(keys.signing.kid, rotated.kid);
-    const after = await issueAccessToken(keys, config, subject, clock.now());
-    assert.equal((await verify(after)).protectedHeader.kid, rotated.kid);
-    assert.equal((await verify(before)).protectedHeader.kid, oldKid, 'tokens of the old key still verify');
-    const response = await app.inject({ url: '/api/v2/products', headers: { authorization: `Bearer ${before}` } });
-    assert.notEqual(response.statusCode, 401, 'and Plaza itself still accepts them');
-
-    // Once every token of the old key has expired, it is no longer published (publishedForMs: two
-    // reload intervals past the tokens' lifetime, counted from its retirement, the new key's time).
-    clock.advance((config.ACCESS_TOKEN_TTL_SECONDS + config.JWT_CLOCK_TOLERANCE_SECONDS + config.JWT_KEYS_RELOAD_SECONDS) * 1000);
-    await reloadKeys(keys, db, config, clock.now());
+    // Published by every process at its next read, however soon; signing only from signsFrom, by
+    // the timeline, whenever the process last read the keys.
+    await reloadKeys(keys);
     assert.deepEqual(keys.jwks.map((k) => k.kid).sort(), [oldKid, rotated.kid].sort());
-    clock.advance(config.JWT_KEYS_RELOAD_SECONDS * 1000);
-    await reloadKeys(keys, db, config, clock.now());
+    const kidOf = async () => decodeProtectedHeader(await issueAccessToken(keys, config, subject, clock.now())).kid;
+    clock.advance(209_999);
+    assert.equal(await kidOf(), oldKid);
+    clock.advance(1);
+    assert.equal(await kidOf(), rotated.kid, 'the new key signs from signsFrom, and the old one no more');
+    const response = await app.inject({ url: '/.well-known/jwks.json' });
+    assert.deepEqual((response.json() as { keys: { kid: string }[] }).keys.map((k) => k.kid).sort(), [oldKid, rotated.kid].sort(), 'the old key stays published');
+
+    // It leaves the JWKS when the last token it signed (just before signsFrom) has expired.
+    clock.advance((config.ACCESS_TOKEN_TTL_SECONDS + config.JWT_CLOCK_TOLERANCE_SECONDS) * 1000 - 1);
+    await reloadKeys(keys);
+    assert.deepEqual(keys.jwks.map((k) => k.kid).sort(), [oldKid, rotated.kid].sort());
+    clock.advance(1);
+    await reloadKeys(keys);
     assert.deepEqual(keys.jwks.map((k) => k.kid), [rotated.kid]);
   });
 
-  test('a rotation by a CLI with a shorter JWT_KEYS_RELOAD_SECONDS than the servers\' waits for the servers\' interval', async () => {
-    const server = loadConfig({ LOG_LEVEL: 'silent', SECRETS_KEY: config.SECRETS_KEY, JWT_KEYS_RELOAD_SECONDS: '60' });
-    const cli = loadConfig({ LOG_LEVEL: 'silent', SECRETS_KEY: config.SECRETS_KEY, JWT_KEYS_RELOAD_SECONDS: '1' });
-    const signing = keys.signing.kid;
-    const rotated = await rotateJwtKey(db, keys.secrets.key, cli, clock.now());
-    // A server that reloaded 2 s later would have signed with the new key, which a server reloading
-    // every 60 s may not have loaded yet: its tokens refused there.
-    clock.advance(2000);
-    await reloadKeys(keys, db, server, clock.now());
-    assert.equal(keys.signing.kid, signing);
-    clock.advance(58_000);
-    await reloadKeys(keys, db, server, clock.now());
-    assert.equal(keys.signing.kid, rotated.kid);
+  test('a second rotation before the first took effect: each key signs in turn, none is skipped early', async () => {
+    const current = keys.signing.kid;
+    const first = await rotateJwtKey(db, keys.secrets.key, config, clock);
+    clock.advance(100_000);
+    const second = await rotateJwtKey(db, keys.secrets.key, config, clock);
+    assert.deepEqual(second.retired.map((r) => r.kid), [first.kid], 'the waiting key gets its end, the current one keeps its own');
+    const kidOf = async () => decodeProtectedHeader(await issueAccessToken(keys, config, subject, clock.now())).kid;
+    assert.equal(await kidOf(), current);
+    clock.advance(first.signsFrom.getTime() - clock.now().getTime());
+    assert.equal(await kidOf(), first.kid);
+    clock.advance(second.signsFrom.getTime() - clock.now().getTime() - 1);
+    assert.equal(await kidOf(), first.kid);
+    clock.advance(1);
+    assert.equal(await kidOf(), second.kid);
+  });
+
+  test('keys read longer ago than JWT_KEYS_RELOAD_SECONDS are read again before a signature; unreadable, nothing is signed', async () => {
+    let down = false;
+    const flaky: Database = { ...db, query: ((...args: Parameters<Database['query']>) => (down ? Promise.reject(new Error('database unreachable')) : db.query(...args))) as Database['query'] };
+    const other = await loadKeys(config, flaky, clock);
+    const rotated = await rotateJwtKey(db, keys.secrets.key, config, clock);
+    // No timer runs here: the process has not read the keys since the rotation.
+    clock.advance(rotated.signsFrom.getTime() - clock.now().getTime());
+    assert.equal(decodeProtectedHeader(await issueAccessToken(other, config, subject, clock.now())).kid, rotated.kid);
+    down = true;
+    clock.advance((config.JWT_KEYS_RELOAD_SECONDS + 1) * 1000);
+    await assert.rejects(issueAccessToken(other, config, subject, clock.now()), /database unreachable/);
+    const jwks = await buildApp({ config, db: flaky, keys: other, clock, logger: false });
+    const response = await jwks.inject({ url: '/.well-known/jwks.json' });
+    assert.equal(response.statusCode, 200);
+    assert.equal(response.headers['cache-control'], 'no-store', 'keys that may lack a new one are not cached');
+    await jwks.close();
   });
 });
 
