@@ -14,6 +14,7 @@ import { registerOpenApi } from './http/openapi.js';
 import { registerProblemHandlers, sendFrameworkProblem, writeClientProblem } from './http/problem.js';
 import { defaultBodyLimit } from './http/body-limits.js';
 import { jsonBodyParser, useJsonParser } from './http/json-body.js';
+import { registerBodyGuard } from './http/body-guard.js';
 import { refuseUnfitInput } from './http/input-guard.js';
 import { trackAllowedMethods } from './http/method-not-allowed.js';
 import { registerResponseHeaders } from './http/response-headers.js';
@@ -83,6 +84,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // Only JSON bodies are part of the API; anything else is 415.
   app.removeContentTypeParser('text/plain');
   useJsonParser(app, jsonBodyParser(app));
+  // Content-Encoding and JSON depth, refused before the body is read (after authentication).
+  registerBodyGuard(app);
   registerResponseHeaders(app);
   registerProblemHandlers(app, config.DATABASE_RETRY_AFTER_SECONDS, trackAllowedMethods(app));
   await registerOpenApi(app);
