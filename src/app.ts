@@ -15,6 +15,7 @@ import { registerProblemHandlers, sendFrameworkProblem, writeClientProblem } fro
 import { defaultBodyLimit } from './http/body-limits.js';
 import { jsonBodyParser, useJsonParser } from './http/json-body.js';
 import { registerBodyGuard } from './http/body-guard.js';
+import { registerCompression } from './http/compression.js';
 import { refuseUnfitInput } from './http/input-guard.js';
 import { trackAllowedMethods } from './http/method-not-allowed.js';
 import { registerResponseHeaders } from './http/response-headers.js';
@@ -88,6 +89,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerBodyGuard(app);
   registerResponseHeaders(app);
   registerProblemHandlers(app, config.DATABASE_RETRY_AFTER_SECONDS, trackAllowedMethods(app));
+  // Before every route (it equips each route as it is added), /openapi.json included.
+  await registerCompression(app);
   await registerOpenApi(app);
   // First, so that its request-duration hook sees every route. /metrics itself is served by the
   // operations listener (src/operations/), not on the public port.
