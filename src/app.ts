@@ -14,6 +14,9 @@ import { registerOpenApi } from './http/openapi.js';
 import { registerProblemHandlers, sendFrameworkProblem, writeClientProblem } from './http/problem.js';
 import { defaultBodyLimit } from './http/body-limits.js';
 import { jsonBodyParser, useJsonParser } from './http/json-body.js';
+import { registerBodyGuard } from './http/body-guard.js';
+import { registerCompression } from './http/compression.js';
+import { parseCorsOrigins, registerCors } from './http/cors.js';
 import { refuseUnfitInput } from './http/input-guard.js';
 import { trackAllowedMethods } from './http/method-not-allowed.js';
 import { registerResponseHeaders } from './http/response-headers.js';
@@ -85,9 +88,15 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // Only JSON bodies are part of the API; anything else is 415.
   app.removeContentTypeParser('text/plain');
   useJsonParser(app, jsonBodyParser(app));
+  // Content-Encoding and JSON depth, refused before the body is read (after authentication).
+  registerBodyGuard(app);
   registerResponseHeaders(app);
   refuseTrailingSlash(app);
-  registerProblemHandlers(app, config.DATABASE_RETRY_AFTER_SECONDS, trackAllowedMethods(app));
+  const allowedMethods = trackAllowedMethods(app);
+  registerProblemHandlers(app, config.DATABASE_RETRY_AFTER_SECONDS, allowedMethods);
+  registerCors(app, parseCorsOrigins(config.CORS_ORIGINS), allowedMethods);
+  // Before every route (it equips each route as it is added), /openapi.json included.
+  await registerCompression(app);
   await registerOpenApi(app);
   // First, so that its request-duration hook sees every route. /metrics itself is served by the
   // operations listener (src/operations/), not on the public port.

@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { Type, type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import { parseRetrySchedule } from './delivery/retry-schedule.js';
+import { parseCorsOrigins } from './http/cors.js';
 import { parseNetworks } from './net/address-policy.js';
 import { parseTrustProxy } from './net/trusted-proxies.js';
 
@@ -44,6 +45,10 @@ export const ConfigSchema = Type.Object({
   TRUST_PROXY: Text(
     '',
     'Who may name the client in X-Forwarded-For: a comma-separated list of the reverse proxies\' addresses or CIDR ranges (e.g. 10.0.0.0/8), trusted only when the request comes from them; or a hop count 1–10 (weaker: a client that reaches Plaza directly chooses its address). Empty or 0: the socket address only.',
+  ),
+  CORS_ORIGINS: Text(
+    '',
+    'Origins (scheme://host[:port], comma-separated) whose web pages may call the API from a browser: their requests and preflights are answered with Access-Control-Allow-Origin. Empty: none. /.well-known/jwks.json and /openapi.json answer every origin; the portal none. No credentials mode: the API takes bearer tokens, not cookies.',
   ),
   BODY_LIMIT_BYTES: Integer(1_048_576, 'Largest event body (POST /v1/{marketplace_code}/events); larger bodies get 413. Login, refresh and password change accept 32 KiB, other routes 64 KiB (never more than this).', 1024),
   METRICS_HOST: Text('127.0.0.1', 'Interface of the operations listener (/metrics, /healthz, /readyz). Loopback by default: metrics need no token, so expose them only to monitoring.'),
@@ -238,6 +243,7 @@ const FORMAT_CHECKS: [keyof Config, (config: Config) => void][] = [
   ],
   ['WEBHOOK_ALLOWED_NETWORKS', (config) => parseNetworks(config.WEBHOOK_ALLOWED_NETWORKS)],
   ['TRUST_PROXY', (config) => parseTrustProxy(config.TRUST_PROXY)],
+  ['CORS_ORIGINS', (config) => parseCorsOrigins(config.CORS_ORIGINS)],
   [
     'DELIVERY_RETRY_SCHEDULE',
     (config) => {

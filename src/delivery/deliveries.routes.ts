@@ -4,6 +4,7 @@ import type { FeatureDeps } from '../deps.js';
 import { authenticate, principalOf } from '../auth/authenticate.js';
 import { AppError, invalidField, notFound } from '../http/errors.js';
 import { problemResponses, responseHeaders } from '../http/openapi.js';
+import { takeTenantLimit } from '../http/tenant-rate-limit.js';
 import { loadWebhookForPrincipal } from '../webhooks/webhook-access.js';
 import { findDelivery, findEventDeliveries, listAttempts, listDeliveries } from './deliveries.repository.js';
 import { replayDeliveries, RETRY_REFUSED, retryDelivery } from './replay.js';
@@ -101,7 +102,8 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
   app.post(
     '/v1/:marketplace_code/webhooks/:code/deliveries/:id/retry',
     {
-      onRequest: auth,
+      // The tenant's limit before the body is read (tenant-rate-limit.ts).
+      onRequest: [auth, takeTenantLimit(deps.tenantRateLimits, 'retry')],
       schema: {
         operationId: 'retryDelivery',
         tags: ['deliveries'],
@@ -113,7 +115,6 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
       },
     },
     async (request, reply) => {
-      deps.tenantRateLimits.take(principalOf(request), 'retry');
       const webhook = await webhookOf(request, request.params);
       const outcome = await retryDelivery(db, request.params.id, clock, { webhook, actor: apiActor(principalOf(request)) });
       if (outcome === 'not_found') throw notFound(DELIVERY_NOT_FOUND);
@@ -127,7 +128,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
   app.post(
     '/v1/:marketplace_code/webhooks/:code/replay',
     {
-      onRequest: auth,
+      onRequest: [auth, takeTenantLimit(deps.tenantRateLimits, 'replay')],
       schema: {
         operationId: 'replayDeliveries',
         tags: ['deliveries'],
@@ -140,7 +141,6 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
       },
     },
     async (request, reply) => {
-      deps.tenantRateLimits.take(principalOf(request), 'replay');
       const webhook = await webhookOf(request, request.params);
       const now = clock.now();
       const { body } = request;

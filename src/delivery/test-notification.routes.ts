@@ -8,6 +8,7 @@ import type { Config } from '../config.js';
 import type { FeatureDeps } from '../deps.js';
 import { authenticate, principalOf } from '../auth/authenticate.js';
 import { problemResponses } from '../http/openapi.js';
+import { takeTenantLimit } from '../http/tenant-rate-limit.js';
 import { parseNetworks } from '../net/address-policy.js';
 import { loadWebhookForPrincipal } from '../webhooks/webhook-access.js';
 import { attemptError, signingKeys } from './deliver.js';
@@ -40,7 +41,8 @@ export const testNotificationRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = as
   app.post(
     '/v1/:marketplace_code/webhooks/:code/test',
     {
-      onRequest: authenticate(deps),
+      // The tenant's limit before the body is read (tenant-rate-limit.ts).
+      onRequest: [authenticate(deps), takeTenantLimit(deps.tenantRateLimits, 'test')],
       schema: {
         operationId: 'testWebhook',
         tags: ['webhooks'],
@@ -52,7 +54,6 @@ export const testNotificationRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = as
       },
     },
     async (request) => {
-      deps.tenantRateLimits.take(principalOf(request), 'test');
       const { marketplace_code: marketplaceCode, code } = request.params;
       const webhook = await loadWebhookForPrincipal(db, principalOf(request), marketplaceCode, code);
       return sendTestNotification(deps, agent, webhook, apiActor(principalOf(request)), request.log);

@@ -3,6 +3,7 @@ import type { FeatureDeps } from '../deps.js';
 import { authenticate, principalOf } from '../auth/authenticate.js';
 import { eventBodyLimit } from '../http/body-limits.js';
 import { problemResponses } from '../http/openapi.js';
+import { takeTenantLimit } from '../http/tenant-rate-limit.js';
 import { assertMarketplaceAccess } from '../webhooks/webhook-access.js';
 import { acceptEvent, assertMaySendFor } from './accept-event.js';
 import { parseJsonKeepingNumbersExact, refuseInexactNumbers } from './exact-numbers.js';
@@ -13,9 +14,9 @@ export const eventRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, d
   app.post(
     '/v1/:marketplace_code/events',
     {
-      // Authentication before the body is read: an anonymous caller costs no parsing, and learns
-      // nothing about the body rules.
-      onRequest: authenticate(deps),
+      // Authentication and the tenant's limit before the body is read: an anonymous caller, or one
+      // past its limit, costs no reading or parsing, and learns nothing about the body rules.
+      onRequest: [authenticate(deps), takeTenantLimit(deps.tenantRateLimits, 'events')],
       bodyLimit: eventBodyLimit(deps.config),
       // The number check runs after authentication too (see exact-numbers.ts).
       preValidation: refuseInexactNumbers,
@@ -36,7 +37,6 @@ export const eventRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, d
     },
     async (request, reply) => {
       const principal = principalOf(request);
-      deps.tenantRateLimits.take(principal, 'events');
       const { marketplace_code: marketplaceCode } = request.params;
       assertMaySendFor(principal, request.body.seller_id);
       await assertMarketplaceAccess(deps.db, principal, marketplaceCode);

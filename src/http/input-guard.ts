@@ -1,12 +1,7 @@
 import type { FastifyRequest } from 'fastify';
+import { MAX_JSON_DEPTH } from './body-guard.js';
 import { AppError, type FieldError } from './errors.js';
 
-/**
- * Deepest nesting of arrays and objects a body may have. Real payloads (publications, orders) stay
- * under ten levels; thousands of levels only serve to exhaust the stack of whatever walks the body
- * next (validation, hashing, serialising), so they are refused before any of it runs.
- */
-const MAX_JSON_DEPTH = 64;
 
 /** A NUL, a high surrogate not followed by a low one, or a low one not preceded by a high one. */
 // eslint-disable-next-line no-control-regex -- the NUL is what this looks for
@@ -38,7 +33,11 @@ function fieldOf(node: Pending): string {
   return ['body', ...keys.reverse()].join('.');
 }
 
-/** What is wrong with a parsed JSON body, if anything: too deep, or a key or string not storable. One walk, without recursion. */
+/**
+ * What is wrong with a parsed JSON body, if anything: too deep, or a key or string not storable. One walk,
+ * without recursion. The depth is refused before parsing already (body-guard.ts); it is checked here
+ * again for bodies that come another way (a form, a parser of a plugin).
+ */
 function bodyFault(body: unknown, maxDepth = MAX_JSON_DEPTH): FieldError | undefined {
   const pending: Pending[] = [{ value: body, depth: 1 }];
   while (pending.length > 0) {

@@ -9,10 +9,15 @@ export type JsonBodyParser = (request: FastifyRequest, body: string, done: Done)
  * apart: a body that is valid JSON but holds a `__proto__` key, or a `constructor` key holding
  * `prototype`, which the guard refuses with the same error as broken JSON. The second parse runs
  * only for a body already refused.
+ *
+ * An empty body is no body, as if no Content-Type had come: clients configured to send
+ * `Content-Type: application/json` on every call send it on DELETE, logout and the like too.
+ * A route that needs a body then says which field is missing (validation_failed), as without the header.
  */
 export function jsonBodyParser(app: FastifyInstance): JsonBodyParser {
   const parse = app.getDefaultJsonParser('error', 'error');
-  return (request, body, done) =>
+  return (request, body, done) => {
+    if (body.length === 0) return done(null, undefined);
     parse(request, body, (error: Error | null, value?: unknown) => {
       if (error && isJson(body)) {
         const message = 'must not hold a key named __proto__, nor a constructor key holding prototype';
@@ -20,6 +25,7 @@ export function jsonBodyParser(app: FastifyInstance): JsonBodyParser {
       }
       done(error, value);
     });
+  };
 }
 
 /** Replaces the JSON parser of `app` (the whole application, or an encapsulated plugin) with `parser`. */

@@ -3,6 +3,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { packageVersion } from '../paths.js';
 import { errorCatalog } from './errors.js';
+import { PrebuiltDocument } from './prebuilt-document.js';
 
 /** The problem+json schema every error response refers to. */
 export const ProblemSchema = {
@@ -134,7 +135,9 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     // (a LAN address, a container), the browser then asks for its scripts over https and shows a blank page.
     transformStaticCSP: (header) => withoutUpgradeInsecureRequests(header),
   });
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  // Built once (and each compressed variant once), not serialised per request: 250 KB of JSON.
+  const document = new PrebuiltDocument(() => app.swagger());
+  app.get('/openapi.json', { schema: { hide: true }, compress: false }, (request, reply) => document.send(request, reply));
 }
 
 export function withoutUpgradeInsecureRequests(csp: string): string {

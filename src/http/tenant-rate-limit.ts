@@ -1,4 +1,6 @@
+import type { FastifyRequest } from 'fastify';
 import type { Principal } from '../auth/access-tokens.js';
+import { principalOf } from '../auth/authenticate.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { AppError } from './errors.js';
@@ -83,4 +85,13 @@ export function createTenantRateLimits(config: Config, clock: Clock): TenantRate
       };
     },
   };
+}
+
+/**
+ * The route's limit as an onRequest hook, after `authenticate`: one unit is taken before a byte of the
+ * body is read, so a caller past its tenant's limit gets 429 at the cost of a token check, and its body
+ * is neither read nor parsed (a limit taken in the handler came after parsing and validation).
+ */
+export function takeTenantLimit(limits: TenantRateLimits, action: TenantAction) {
+  return async (request: FastifyRequest): Promise<void> => limits.take(principalOf(request), action);
 }

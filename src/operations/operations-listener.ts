@@ -4,6 +4,7 @@ import type { FeatureDeps } from '../deps.js';
 import { startQueueGauges, type QueueGauges } from '../delivery/queue-gauges.js';
 import { healthRoutes } from '../http/health.routes.js';
 import { ProblemSchema } from '../http/openapi.js';
+import { registerCompression } from '../http/compression.js';
 import { registerProblemHandlers } from '../http/problem.js';
 import { OneLinePerRequest } from '../http/request-log.js';
 import { registerResponseHeaders } from '../http/response-headers.js';
@@ -31,6 +32,8 @@ export async function buildOperationsApp(deps: OperationsDeps, logger?: FastifyB
   app.addSchema(ProblemSchema);
   registerResponseHeaders(app);
   registerProblemHandlers(app, config.DATABASE_RETRY_AFTER_SECONDS);
+  // /metrics is some 450 KB of text per scrape; Prometheus asks for gzip.
+  await registerCompression(app);
   await app.register(healthRoutes, deps);
   app.get('/metrics', async (_request, reply) => {
     reply.header('content-type', metrics.registry.contentType);
