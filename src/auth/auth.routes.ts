@@ -70,7 +70,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
         operationId: 'refreshTokens',
         tags: ['auth'],
         summary: 'Rotate the refresh token',
-        description: 'Revokes the presented refresh token (reason rotated) and returns a new pair. A revoked token presented again revokes every refresh token of the user (401). Any token of a disabled user, or of a user of a deactivated seller or marketplace, is 403 user_inactive.',
+        description: 'Revokes the presented refresh token (reason rotated) and returns a new pair. A rotated token presented again while its session is open revokes every refresh token of the user (401); a token of an ended session (logout, revoke-all, password change, deactivation, an earlier reuse) is only 401. Any token of a disabled user, or of a user of a deactivated seller or marketplace, is 403 user_inactive.',
         body: RefreshBody,
         response: { 200: TokenPairSchema, ...problemResponses(400, 401, 403, 503) },
       },
