@@ -40,6 +40,7 @@ import { portalLinkRoutes } from './portal/portal-links.routes.js';
 import { adminRoutes } from './admin/admin.routes.js';
 import { jwksRoutes } from './auth/jwks.routes.js';
 import { portalRoutes } from './portal/portal.routes.js';
+import { limitPasswordWork } from './auth/passwords.js';
 
 export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
 
@@ -51,6 +52,8 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export async function buildApp(deps: AppDeps): Promise<App> {
   const { config } = deps;
   const clock = deps.clock ?? systemClock;
+  // Process-wide, like the threads it guards (passwords.ts).
+  limitPasswordWork(config.ARGON2_MAX_IN_PROGRESS);
   const feature: FeatureDeps = {
     config,
     db: deps.db,

@@ -77,6 +77,7 @@ export const ConfigSchema = Type.Object({
   JWT_CLOCK_TOLERANCE_SECONDS: Integer(5, 'Leeway for exp/iat/nbf when verifying access tokens.', 0, 300),
   REFRESH_TOKEN_TTL_SECONDS: Seconds(604_800, 'Lifetime of a refresh token from its issue (spec: 7 days).', 60),
   REFRESH_REUSE_GRACE_SECONDS: Integer(0, 'Seconds after a rotation during which the same refresh token returns the same successor instead of counting as reuse. 0 is the spec rule.', 0, 300),
+  ARGON2_MAX_IN_PROGRESS: Integer(32, 'Password hashes and verifications (argon2id, ≈12 ms and 19 MiB each) one process runs or has waiting for a thread at once, over logins (API and portal), password changes, user creations and resets. Past it a request needing one is refused at once with 503 service_unavailable and Retry-After: 1, never queued, so that a flood of logins from many addresses cannot make every login wait behind it.', 1, 10_000),
   LOGIN_FREE_FAILURES_PER_USER_IP: Integer(3, 'Consecutive failures per (user, IP) before cooldowns start.', 0),
   LOGIN_FAILURES_PER_USER_PER_HOUR: Integer(10, 'Failures per user over all IPs within an hour after which every (user, IP) gets only one free failure. Never refuses by itself, so nobody can lock a user out.', 1),
   LOGIN_FAILURES_PER_IP_PER_HOUR: Integer(50, 'Failures per IP over all usernames within an hour before cooldowns start.', 1),

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/database.js';
+import { canonicalUserName } from './user-name.js';
 
 export type Role = 'seller' | 'marketplace' | 'admin';
 
@@ -47,8 +48,15 @@ export async function insertUser(db: Queryable, user: NewUser): Promise<number> 
   return rows[0]!.id;
 }
 
+/**
+ * The user a typed name names, as login finds it (login-account.ts): by the name's canonical form,
+ * else, for a name stored before names were canonical, by the name exactly as typed.
+ */
 export async function findUserByUsername(db: Queryable, username: string): Promise<User | undefined> {
-  const { rows } = await db.query<User>(`SELECT * FROM users WHERE lower(username) = lower($1)`, [username]);
+  const { rows } = await db.query<User>(
+    `SELECT * FROM users WHERE lower(username) IN (lower($1), lower($2)) ORDER BY lower(username) = lower($1) DESC LIMIT 1`,
+    [canonicalUserName(username), username],
+  );
   return rows[0];
 }
 

@@ -2,9 +2,10 @@ import { recordAdminAction, type Actor } from '../admin/admin-audit.repository.j
 import { hashPassword } from '../auth/passwords.js';
 import { revokeAllOfUser } from '../auth/sessions.repository.js';
 import type { Database, Queryable } from '../db/database.js';
-import { AppError } from '../http/errors.js';
+import { AppError, invalidField } from '../http/errors.js';
 import { withConstraints } from '../admin/db-conflicts.js';
 import { findUserSummary, insertUser, type Role, type UserSummary } from './accounts.repository.js';
+import { checkNewUserName } from './user-name.js';
 
 export const PASSWORD_MIN_LENGTH = 8;
 export const PASSWORD_MAX_LENGTH = 1024;
@@ -18,11 +19,22 @@ export interface NewUserInput {
   active: boolean;
 }
 
-/** Creates a user (audited); a taken name or a missing seller or marketplace is a 409. */
+/** A name being given (creation, rename): its canonical form, or 400 when it breaks the rule (user-name.ts). */
+function newUserName(text: string): string {
+  const checked = checkNewUserName(text);
+  if (!checked.ok) throw invalidField('body.username', checked.message);
+  return checked.value;
+}
+
+/**
+ * Creates a user (audited) under the canonical form of its name; a name taken in that form (in any
+ * case), or a missing seller or marketplace, is a 409.
+ */
 export async function createUser(db: Database, input: NewUserInput, actor: Actor, now: Date): Promise<UserSummary> {
+  const username = newUserName(input.username);
   const passwordHash = await hashPassword(input.password);
-  return withConstraints(`User ${input.username}`, () => db.transaction(async (tx) => {
-    const id = await insertUser(tx, { username: input.username, passwordHash, sellerId: input.sellerId, role: input.role, marketplaceCode: input.marketplaceCode, active: input.active });
+  return withConstraints(`User ${username}`, () => db.transaction(async (tx) => {
+    const id = await insertUser(tx, { username, passwordHash, sellerId: input.sellerId, role: input.role, marketplaceCode: input.marketplaceCode, active: input.active });
     await recordAdminAction(tx, { actor, action: 'create', targetKind: 'user', targetId: id, at: now, detail: { role: input.role } });
     return (await findUserSummary(tx, id))!;
   }));
@@ -59,17 +71,18 @@ export function setUserActiveById(db: Database, userId: number, active: boolean,
 export interface UserChanges {
   /** false deactivates: every session and refresh token of the user is revoked. */
   active?: boolean;
-  /** Login's rule (user-name.ts); unique whatever the case (409 otherwise). */
+  /** A new name's rule, stored in canonical form (user-name.ts); unique whatever the case (409 otherwise). */
   username?: string;
 }
 
 /** Renames, deactivates or activates a user, each change audited. Undefined when there is no such user. */
 export async function updateUser(db: Database, userId: number, changes: UserChanges, actor: Actor, now: Date, options: AdminGuard = {}): Promise<UserSummary | undefined> {
-  return withConstraints(`User ${changes.username}`, () => db.transaction(async (tx) => {
+  const username = changes.username === undefined ? undefined : newUserName(changes.username);
+  return withConstraints(`User ${username}`, () => db.transaction(async (tx) => {
     if (changes.active === false && options.keepAnAdmin) await refuseLastAdmin(tx, userId);
     const { rowCount } = await tx.query(
       `UPDATE users SET active = coalesce($2, active), username = coalesce($3, username), updated_at = $4 WHERE id = $1`,
-      [userId, changes.active ?? null, changes.username ?? null, now],
+      [userId, changes.active ?? null, username ?? null, now],
     );
     if (rowCount === 0) return undefined;
     if (changes.username !== undefined) {

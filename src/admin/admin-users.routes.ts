@@ -43,7 +43,7 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (ap
   app.post('/api/v2/admin/users', {
     schema: {
       ...schema, operationId: 'adminCreateUser', summary: 'Create a user',
-      description: 'seller_id is the seller the login result names (optional for admins); a marketplace user also names its marketplace_code.',
+      description: 'seller_id is the seller the login result names (optional for admins); a marketplace user also names its marketplace_code. username is stored in canonical form (NFKC, trimmed): letters, digits and . _ - @ + of one script (no mixed scripts), else 400; a name equal to another in that form, in any case, is 409.',
       body: Type.Object({
         username: UserName,
         password: Password,
@@ -83,7 +83,7 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (ap
   app.patch('/api/v2/admin/users/:id', {
     schema: {
       ...schema, operationId: 'adminUpdateUser', summary: 'Rename, deactivate or activate a user',
-      description: '`username` renames the user (409 when another user has that name in any case); sessions stay. `active: false` deactivates the user and revokes all their sessions and refresh tokens; activating again does not revive them. The last active administrator cannot be deactivated (409). Role, seller and marketplace are fixed at creation: they are what the user\'s tokens speak for (make another user instead).',
+      description: '`username` renames the user, under the rule of creation (canonical form, one script; 400 otherwise), 409 when another user has that name in any case; sessions stay. `active: false` deactivates the user and revokes all their sessions and refresh tokens; activating again does not revive them. The last active administrator cannot be deactivated (409). Role, seller and marketplace are fixed at creation: they are what the user\'s tokens speak for (make another user instead).',
       params: IdParams, body: Type.Object({ username: Type.Optional(UserName), active: Type.Optional(Type.Boolean()) }, { additionalProperties: false, minProperties: 1 }),
       response: { 200: User, ...problemResponses(400, 401, 403, 404, 409, 503) },
     },

@@ -6,6 +6,7 @@ export type AuthEventType =
   | 'login_limited'
   | 'refresh_rotated'
   | 'refresh_reuse_detected'
+  | 'refresh_replay_refused'
   | 'logout'
   | 'revoke_all'
   | 'session_revoked'

@@ -5,7 +5,7 @@ import { credentialsBodyLimit } from '../http/body-limits.js';
 import { problemResponses } from '../http/openapi.js';
 import { authenticate, userPrincipalOf } from './authenticate.js';
 import { createLoginGuards, login } from './login.service.js';
-import { verifyDummyPassword } from './passwords.js';
+import { prepareDummyHash } from './passwords.js';
 import { refresh } from './refresh.service.js';
 import { originOf } from './request-origin.js';
 import { changeOwnPassword } from './password-change.service.js';
@@ -37,7 +37,7 @@ const RefreshBody = Type.Object({ refresh_token: Type.String({ minLength: 1, max
 export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {
   const guards = createLoginGuards(deps);
   // Builds the dummy hash now, so that the first unknown-user login costs what later ones do.
-  void verifyDummyPassword('warm-up').catch(() => {});
+  void prepareDummyHash().catch(() => {});
   app.addHook('onClose', async () => {
     await guards.close().catch((error: unknown) => app.log.warn({ err: error }, 'could not write the last counts of refused logins'));
   });
@@ -51,7 +51,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
         operationId: 'login',
         tags: ['auth'],
         summary: 'Log in with user name and password',
-        description: 'Returns an access token and a refresh token. 429 carries Retry-After and retry_after while a login limit cools down.',
+        description: 'Returns an access token and a refresh token. 429 carries Retry-After and retry_after while a login limit cools down; 503 with Retry-After when too many password checks are in progress in the process (ARGON2_MAX_IN_PROGRESS).',
         body: LoginBody,
         response: { 200: TokenPairSchema, ...problemResponses(400, 401, 403, 429, 503) },
       },
@@ -70,7 +70,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
         operationId: 'refreshTokens',
         tags: ['auth'],
         summary: 'Rotate the refresh token',
-        description: 'Revokes the presented refresh token (reason rotated) and returns a new pair. A revoked token presented again revokes every refresh token of the user (401). Any token of a disabled user, or of a user of a deactivated seller or marketplace, is 403 user_inactive.',
+        description: 'Revokes the presented refresh token (reason rotated) and returns a new pair. A rotated token presented again while its session is open revokes every refresh token of the user (401); a token of an ended session (logout, revoke-all, password change, deactivation, an earlier reuse) is only 401. Any token of a disabled user, or of a user of a deactivated seller or marketplace, is 403 user_inactive.',
         body: RefreshBody,
         response: { 200: TokenPairSchema, ...problemResponses(400, 401, 403, 503) },
       },

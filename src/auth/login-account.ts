@@ -1,4 +1,5 @@
 import type { User } from '../accounts/accounts.repository.js';
+import { canonicalUserName } from '../accounts/user-name.js';
 import type { Queryable } from '../db/database.js';
 
 export interface LoginAccount {
@@ -16,13 +17,19 @@ export interface LoginAccount {
 
 /**
  * The user lookup of a login and the fold it compared with, in one statement: the limiter and
- * the lookup use the same normalisation because the database computes both.
+ * the lookup use the same normalisation because the database computes both. The typed name is
+ * taken in its canonical form (user-name.ts: NFKC, trimmed), so `"alice "` and `ａｌｉｃｅ` log in
+ * as `alice`. A name stored before names were canonical (say `"bob "`) is still found when typed
+ * exactly as stored, unless its canonical form names another user: that one wins.
  */
 export async function findLoginAccount(db: Queryable, username: string): Promise<LoginAccount> {
   const { rows } = await db.query<User & { folded: string; id: number | null }>(
     `SELECT lower($1::text) AS folded, u.*
-     FROM (SELECT) AS one LEFT JOIN users AS u ON lower(u.username) = lower($1::text)`,
-    [username],
+     FROM (SELECT) AS one LEFT JOIN LATERAL (
+       SELECT * FROM users WHERE lower(username) IN (lower($1::text), lower($2::text))
+        ORDER BY lower(username) = lower($1::text) DESC LIMIT 1
+     ) AS u ON true`,
+    [canonicalUserName(username), username],
   );
   const { folded, ...row } = rows[0]!;
   if (row.id === null) return { user: undefined, limiterAccount: `name:${folded}` };

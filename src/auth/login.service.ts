@@ -6,7 +6,7 @@ import { lockAccount } from './account-lock.js';
 import { recordAuthEvent, type RequestOrigin } from './auth-events.repository.js';
 import { findLoginAccount } from './login-account.js';
 import { createLoginLimiter, type LoginLimiter } from './login-limits.js';
-import { hashPassword, needsRehash, verifyDummyPassword, verifyPassword } from './passwords.js';
+import { needsRehash, reservePasswordWork } from './passwords.js';
 import { hashRefreshToken, newRefreshToken } from './refresh-tokens.js';
 import { RefusedLoginAudit } from './refused-login-audit.js';
 import { insertRefreshToken, insertSession } from './sessions.repository.js';
@@ -61,33 +61,41 @@ export async function login(deps: FeatureDeps, guards: LoginGuards, input: Login
   const now = clock.now();
 
   const { user, limiterAccount } = await findLoginAccount(db, input.username);
-  const decision = await limiter.attempt(limiterAccount, origin.ip, now);
-  if (!decision.allowed) {
-    await guards.refusals.record({ at: now, origin, userId: user?.id ?? null, username: user?.username ?? null, retryAfterSeconds: decision.retryAfterSeconds });
-    throw new AppError('rate_limited', `Too many failed logins; retry in ${decision.retryAfterSeconds} s.`, {
-      headers: { 'retry-after': String(decision.retryAfterSeconds) },
-      extensions: { retry_after: decision.retryAfterSeconds },
-    });
-  }
-
-  if (!user) {
-    await verifyDummyPassword(input.password);
-    // The typed name is not stored: people type passwords into the user name field.
-    await recordAuthEvent(db, { type: 'login_failed', at: now, origin, detail: { reason: 'unknown_user' } });
-    throw invalidCredentials();
-  }
-  if (!(await verifyPassword(user.password_hash, input.password))) {
-    const reason = user.active ? 'wrong_password' : 'wrong_password_inactive_user';
-    await recordAuthEvent(db, { type: 'login_failed', at: now, origin, userId: user.id, username: user.username, detail: { reason } });
-    throw invalidCredentials();
-  }
-  await limiter.succeeded(limiterAccount, origin.ip, now);
+  // A slot for the password check, before the limits count this attempt as a failure: a login
+  // refused for want of one (503, ARGON2_MAX_IN_PROGRESS) must not cool its user down.
+  const work = reservePasswordWork();
   // The hash the password was verified against, as stored now.
-  let verifiedHash = user.password_hash;
-  if (needsRehash(user.password_hash)) {
-    const rehashed = await hashPassword(input.password);
-    const { rowCount } = await db.query(`UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1 AND password_hash = $3`, [user.id, rehashed, user.password_hash]);
-    if (rowCount === 1) verifiedHash = rehashed;
+  let verifiedHash: string;
+  try {
+    const decision = await limiter.attempt(limiterAccount, origin.ip, now);
+    if (!decision.allowed) {
+      await guards.refusals.record({ at: now, origin, userId: user?.id ?? null, username: user?.username ?? null, retryAfterSeconds: decision.retryAfterSeconds });
+      throw new AppError('rate_limited', `Too many failed logins; retry in ${decision.retryAfterSeconds} s.`, {
+        headers: { 'retry-after': String(decision.retryAfterSeconds) },
+        extensions: { retry_after: decision.retryAfterSeconds },
+      });
+    }
+
+    if (!user) {
+      await work.verifyDummy(input.password);
+      // The typed name is not stored: people type passwords into the user name field.
+      await recordAuthEvent(db, { type: 'login_failed', at: now, origin, detail: { reason: 'unknown_user' } });
+      throw invalidCredentials();
+    }
+    if (!(await work.verify(user.password_hash, input.password))) {
+      const reason = user.active ? 'wrong_password' : 'wrong_password_inactive_user';
+      await recordAuthEvent(db, { type: 'login_failed', at: now, origin, userId: user.id, username: user.username, detail: { reason } });
+      throw invalidCredentials();
+    }
+    await limiter.succeeded(limiterAccount, origin.ip, now);
+    verifiedHash = user.password_hash;
+    if (needsRehash(user.password_hash)) {
+      const rehashed = await work.hash(input.password);
+      const { rowCount } = await db.query(`UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1 AND password_hash = $3`, [user.id, rehashed, user.password_hash]);
+      if (rowCount === 1) verifiedHash = rehashed;
+    }
+  } finally {
+    work.release();
   }
 
   const sessionId = randomUUID();

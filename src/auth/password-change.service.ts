@@ -5,7 +5,7 @@ import type { UserPrincipal } from './access-tokens.js';
 import { unauthorized, USER_GONE } from './authenticate.js';
 import { recordAuthEvent, type RequestOrigin } from './auth-events.repository.js';
 import type { LoginLimiter } from './login-limits.js';
-import { hashPassword, verifyPassword } from './passwords.js';
+import { reservePasswordWork } from './passwords.js';
 import { revokeAllOfUser } from './sessions.repository.js';
 
 /**
@@ -25,19 +25,26 @@ export async function changeOwnPassword(
   if (!user.active) throw new AppError('user_inactive', 'The user is disabled.');
   // The account the login limits count for this user (as login-account.ts names it).
   const limiterKey = `user:${user.id}`;
-  const decision = await limiter.attempt(limiterKey, input.origin.ip, now);
-  if (!decision.allowed) {
-    throw new AppError('rate_limited', `Too many failed attempts; retry in ${decision.retryAfterSeconds} s.`, {
-      headers: { 'retry-after': String(decision.retryAfterSeconds) },
-      extensions: { retry_after: decision.retryAfterSeconds },
-    });
+  // Reserved before the limits count the attempt, as login does (login.service.ts).
+  const work = reservePasswordWork();
+  let passwordHash: string;
+  try {
+    const decision = await limiter.attempt(limiterKey, input.origin.ip, now);
+    if (!decision.allowed) {
+      throw new AppError('rate_limited', `Too many failed attempts; retry in ${decision.retryAfterSeconds} s.`, {
+        headers: { 'retry-after': String(decision.retryAfterSeconds) },
+        extensions: { retry_after: decision.retryAfterSeconds },
+      });
+    }
+    if (!(await work.verify(user.password_hash, input.currentPassword))) {
+      await recordAuthEvent(db, { type: 'login_failed', at: now, origin: input.origin, userId: user.id, username: user.username, detail: { reason: 'wrong_current_password' } });
+      throw new AppError('invalid_credentials', 'The current password is wrong.');
+    }
+    await limiter.succeeded(limiterKey, input.origin.ip, now);
+    passwordHash = await work.hash(input.newPassword);
+  } finally {
+    work.release();
   }
-  if (!(await verifyPassword(user.password_hash, input.currentPassword))) {
-    await recordAuthEvent(db, { type: 'login_failed', at: now, origin: input.origin, userId: user.id, username: user.username, detail: { reason: 'wrong_current_password' } });
-    throw new AppError('invalid_credentials', 'The current password is wrong.');
-  }
-  await limiter.succeeded(limiterKey, input.origin.ip, now);
-  const passwordHash = await hashPassword(input.newPassword);
   await db.transaction(async (tx) => {
     await tx.query(`UPDATE users SET password_hash = $2, updated_at = $3 WHERE id = $1`, [user.id, passwordHash, now]);
     const revoked = await revokeAllOfUser(tx, user.id, 'password_changed', now, principal.sessionId);

@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { seedUser } from '../testing/fixtures.js';
+import { resetPassword, setUserActiveById } from '../accounts/users.service.js';
+import { CLI_ACTOR } from '../admin/admin-audit.repository.js';
+import { seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { loginOk, postRefresh, refreshTokensOf } from './auth-test-kit.js';
+import type { TokenPair } from './token-pair.js';
 
 describe('refresh rotation under attack', () => {
   let ctx: TestContext;
@@ -25,18 +28,6 @@ describe('refresh rotation under attack', () => {
     // The losers presented a revoked token: reuse, so the winner's successor is revoked as well.
     const winner = responses.find((response) => response.statusCode === 200)!.json();
     assert.equal((await postRefresh(ctx, winner.refresh_token)).statusCode, 401);
-  });
-
-  test('a token revoked by logout, presented again, is reuse: every token of the user is revoked', async () => {
-    const user = await seedUser(ctx.db);
-    const first = await loginOk(ctx, user);
-    const second = await loginOk(ctx, user);
-    const logout = await ctx.app.inject({ method: 'POST', url: '/api/v2/auth/logout', headers: { authorization: `Bearer ${first.token}` } });
-    assert.equal(logout.statusCode, 204);
-    assert.equal((await postRefresh(ctx, first.refresh_token)).statusCode, 401);
-    assert.equal((await postRefresh(ctx, second.refresh_token)).statusCode, 401);
-    const reasons = (await refreshTokensOf(ctx, user.id)).map((row) => row.revoked_reason);
-    assert.deepEqual(reasons, ['logout', 'security_breach_token_reuse']);
   });
 
   test('reuse detection leaves other users alone', async () => {
@@ -104,5 +95,142 @@ describe('REFRESH_REUSE_GRACE_SECONDS', () => {
     const pair = await loginOk(ctx, user);
     await ctx.app.inject({ method: 'POST', url: '/api/v2/auth/logout', headers: { authorization: `Bearer ${pair.token}` } });
     assert.equal((await postRefresh(ctx, pair.refresh_token)).statusCode, 401);
+  });
+});
+
+/**
+ * Issue 28, item 3: one stale token must not end every later session of its user. The first reuse
+ * of a token of an open session is the spec's breach; a token of a session that has ended is just
+ * invalid, however often it comes back.
+ */
+describe('replays of tokens of ended sessions', () => {
+  let ctx: TestContext;
+  before(async () => {
+    ctx = await createTestApp();
+  });
+  after(() => ctx.close());
+
+  const bearer = (pair: TokenPair) => ({ authorization: `Bearer ${pair.token}` });
+  const countEvents = async (userId: number, type: string) =>
+    (await ctx.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM auth_events WHERE user_id = $1 AND type = $2`, [userId, type])).rows[0]!.n;
+  const breachRevocations = async (userId: number) => (await refreshTokensOf(ctx, userId)).filter((row) => row.revoked_reason === 'security_breach_token_reuse').length;
+
+  /** Replays every stale token `times` times (all 401), then checks that `fresh` still refreshes. */
+  async function replaysLeaveFreshSessionAlone(user: SeededUser, stale: string[], times = 5): Promise<void> {
+    const fresh = await loginOk(ctx, user);
+    const before = await breachRevocations(user.id);
+    for (let i = 0; i < times; i += 1) {
+      for (const token of stale) assert.equal((await postRefresh(ctx, token)).statusCode, 401);
+    }
+    assert.equal(await breachRevocations(user.id), before, 'no token was revoked for reuse by the replays');
+    assert.equal((await postRefresh(ctx, fresh.refresh_token)).statusCode, 200, 'the login after the ending survives the replays');
+  }
+
+  test('the first reuse of a rotated token of an open session still revokes every token of the user', async () => {
+    const user = await seedUser(ctx.db);
+    const stolen = await loginOk(ctx, user);
+    const other = await loginOk(ctx, user);
+    await postRefresh(ctx, stolen.refresh_token);
+    assert.equal((await postRefresh(ctx, stolen.refresh_token)).statusCode, 401);
+    const rows = await refreshTokensOf(ctx, user.id);
+    assert.ok(rows.every((row) => row.revoked_at !== null), 'every token of the user is revoked');
+    assert.equal(rows.find((row) => row.session_id !== rows[0]!.session_id)!.revoked_reason, 'security_breach_token_reuse');
+    assert.equal((await postRefresh(ctx, other.refresh_token)).statusCode, 401);
+    assert.equal(await countEvents(user.id, 'refresh_reuse_detected'), 1);
+  });
+
+  test('after a breach, a new login survives 5 replays of the stolen token', async () => {
+    const user = await seedUser(ctx.db);
+    const stolen = await loginOk(ctx, user);
+    const next = (await postRefresh(ctx, stolen.refresh_token)).json() as TokenPair;
+    assert.equal((await postRefresh(ctx, stolen.refresh_token)).statusCode, 401);
+    assert.equal(await countEvents(user.id, 'refresh_reuse_detected'), 1);
+    await replaysLeaveFreshSessionAlone(user, [stolen.refresh_token, next.refresh_token]);
+    assert.equal(await countEvents(user.id, 'refresh_reuse_detected'), 1, 'the breach was recorded once');
+  });
+
+  test('a session ended by logout: its tokens are invalid, nothing else is revoked', async () => {
+    const user = await seedUser(ctx.db);
+    const first = await loginOk(ctx, user);
+    const second = (await postRefresh(ctx, first.refresh_token)).json() as TokenPair;
+    const other = await loginOk(ctx, user);
+    assert.equal((await ctx.app.inject({ method: 'POST', url: '/api/v2/auth/logout', headers: bearer(second) })).statusCode, 204);
+    await replaysLeaveFreshSessionAlone(user, [first.refresh_token, second.refresh_token]);
+    assert.equal((await postRefresh(ctx, other.refresh_token)).statusCode, 200, 'the session open before the logout lives on too');
+  });
+
+  test('sessions ended by revoke-all', async () => {
+    const user = await seedUser(ctx.db);
+    const first = await loginOk(ctx, user);
+    const second = (await postRefresh(ctx, first.refresh_token)).json() as TokenPair;
+    assert.equal((await ctx.app.inject({ method: 'POST', url: '/api/v2/auth/revoke-all', headers: bearer(second) })).statusCode, 204);
+    await replaysLeaveFreshSessionAlone(user, [first.refresh_token, second.refresh_token]);
+  });
+
+  test('sessions ended by a password change, and by a reset', async () => {
+    const user = await seedUser(ctx.db);
+    const old = await loginOk(ctx, user);
+    const oldNext = (await postRefresh(ctx, old.refresh_token)).json() as TokenPair;
+    const changer = await loginOk(ctx, user);
+    const newPassword = 'a new password entirely';
+    const change = await ctx.app.inject({ method: 'POST', url: '/api/v2/auth/password', headers: bearer(changer), payload: { current_password: user.password, new_password: newPassword } });
+    assert.equal(change.statusCode, 204);
+    const changed = { ...user, password: newPassword };
+    await replaysLeaveFreshSessionAlone(changed, [old.refresh_token, oldNext.refresh_token]);
+
+    const beforeReset = await loginOk(ctx, changed);
+    const beforeResetNext = (await postRefresh(ctx, beforeReset.refresh_token)).json() as TokenPair;
+    assert.ok(await resetPassword(ctx.db, user.id, user.password, CLI_ACTOR, ctx.clock.now()));
+    await replaysLeaveFreshSessionAlone(user, [beforeReset.refresh_token, beforeResetNext.refresh_token, old.refresh_token]);
+  });
+
+  test('sessions ended by a deactivation, once the user is active again', async () => {
+    const user = await seedUser(ctx.db);
+    const first = await loginOk(ctx, user);
+    const second = (await postRefresh(ctx, first.refresh_token)).json() as TokenPair;
+    await setUserActiveById(ctx.db, user.id, false, CLI_ACTOR, ctx.clock.now());
+    await setUserActiveById(ctx.db, user.id, true, CLI_ACTOR, ctx.clock.now());
+    await replaysLeaveFreshSessionAlone(user, [first.refresh_token, second.refresh_token]);
+  });
+
+  test('a replay loop writes at most one audit row per session and hour', async () => {
+    const user = await seedUser(ctx.db);
+    const first = await loginOk(ctx, user);
+    const second = (await postRefresh(ctx, first.refresh_token)).json() as TokenPair;
+    await ctx.app.inject({ method: 'POST', url: '/api/v2/auth/logout', headers: bearer(second) });
+    const loop = async (n: number) => {
+      for (let i = 0; i < n; i += 1) {
+        assert.equal((await postRefresh(ctx, i % 2 === 0 ? first.refresh_token : second.refresh_token)).statusCode, 401);
+      }
+    };
+    await loop(40);
+    assert.equal(await countEvents(user.id, 'refresh_replay_refused'), 1);
+    ctx.clock.advanceSeconds(3599);
+    await loop(10);
+    assert.equal(await countEvents(user.id, 'refresh_replay_refused'), 1, 'still within the hour');
+    ctx.clock.advanceSeconds(1);
+    await loop(10);
+    assert.equal(await countEvents(user.id, 'refresh_replay_refused'), 2, 'one more in the next hour');
+
+    // After a breach, its own row is the hour's row of the session.
+    const victim = await seedUser(ctx.db);
+    const stolen = await loginOk(ctx, victim);
+    await postRefresh(ctx, stolen.refresh_token);
+    for (let i = 0; i < 20; i += 1) assert.equal((await postRefresh(ctx, stolen.refresh_token)).statusCode, 401);
+    assert.equal(await countEvents(victim.id, 'refresh_reuse_detected'), 1);
+    assert.equal(await countEvents(victim.id, 'refresh_replay_refused'), 0);
+  });
+
+  test('parallel replays of one rotated token revoke once', async () => {
+    const user = await seedUser(ctx.db);
+    const stolen = await loginOk(ctx, user);
+    await postRefresh(ctx, stolen.refresh_token);
+    const responses = await Promise.all(Array.from({ length: 20 }, () => postRefresh(ctx, stolen.refresh_token)));
+    assert.ok(responses.every((response) => response.statusCode === 401));
+    assert.equal(await countEvents(user.id, 'refresh_reuse_detected'), 1, 'one breach');
+    assert.equal(await countEvents(user.id, 'refresh_replay_refused'), 0, 'the breach is the hour\'s only row');
+    const fresh = await loginOk(ctx, user);
+    await Promise.all(Array.from({ length: 10 }, () => postRefresh(ctx, stolen.refresh_token)));
+    assert.equal((await postRefresh(ctx, fresh.refresh_token)).statusCode, 200);
   });
 });

@@ -3,6 +3,7 @@ import { AppError } from '../http/errors.js';
 import { recordAuthEvent, type RequestOrigin } from './auth-events.repository.js';
 import { hashRefreshToken, isWellFormedRefreshToken, successorOf } from './refresh-tokens.js';
 import {
+  claimReplayAudit,
   insertRefreshToken,
   isActiveSuccessor,
   lockRefreshToken,
@@ -18,6 +19,9 @@ type Outcome =
   | { kind: 'invalid' }
   | { kind: 'reuse' }
   | { kind: 'inactive' };
+
+/** A replay of a token of an ended session writes at most one audit row per session in this time. */
+const REPLAY_AUDIT_INTERVAL_SECONDS = 3600;
 
 const invalidRefreshToken = () => new AppError('invalid_refresh_token', 'The refresh token is invalid, expired or revoked; log in again.');
 
@@ -48,7 +52,20 @@ export async function refresh(deps: FeatureDeps, presented: string, origin: Requ
         await recordAuthEvent(tx, { type: 'refresh_rotated', at: now, origin, userId: row.user_id, username: row.username, sessionId: row.session_id, detail: { grace_replay: true } });
         return { kind: 'issued', owner, sessionId: row.session_id, refreshToken: successor };
       }
+      // A token of a session that has ended (revoked for reuse already, by logout, revoke-all, a
+      // password change or reset, a deactivation) is merely invalid: that ending revoked the whole
+      // family, so nothing of it is left to steal, and revoking the user's sessions again would
+      // only let whoever holds one old token end every later login of the user, again and again.
+      if (row.session_revoked_at) {
+        if (await claimReplayAudit(tx, row.session_id, now, REPLAY_AUDIT_INTERVAL_SECONDS)) {
+          await recordAuthEvent(tx, { type: 'refresh_replay_refused', at: now, origin, userId: row.user_id, username: row.username, sessionId: row.session_id, detail: { previous_reason: row.revoked_reason } });
+        }
+        return { kind: 'invalid' };
+      }
+      // The family is still open, so two parties hold its tokens: the spec's breach.
       const revoked = await revokeAllOfUser(tx, row.user_id, 'security_breach_token_reuse', now);
+      // The breach's row is this session's row of the hour: replays right after it write none.
+      await claimReplayAudit(tx, row.session_id, now, REPLAY_AUDIT_INTERVAL_SECONDS);
       await recordAuthEvent(tx, {
         type: 'refresh_reuse_detected',
         at: now,

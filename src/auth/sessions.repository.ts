@@ -15,6 +15,8 @@ export interface LockedRefreshToken {
   role: 'seller' | 'marketplace' | 'admin';
   marketplace_code: string | null;
   user_active: boolean;
+  /** When the token's session (its family: the login and every rotation from it) ended; null while open. */
+  session_revoked_at: Date | null;
 }
 
 export interface SessionRow {
@@ -75,10 +77,12 @@ export async function lockRefreshToken(tx: Queryable, hash: Buffer): Promise<Loc
   // the successor (account-lock.ts).
   const account = await lockAccount(tx, userId);
   if (!account) return undefined;
+  // The session's state needs no lock of its own: whatever ends it holds the sessions lock above or
+  // updates the rows that lockAccount holds.
   const { rows } = await tx.query<Omit<LockedRefreshToken, 'user_active'>>(
     `SELECT rt.id, rt.session_id, rt.user_id, rt.expires_at, rt.revoked_at, rt.revoked_reason,
-            u.username, u.seller_id, u.role, u.marketplace_code
-       FROM refresh_tokens rt JOIN users u ON u.id = rt.user_id
+            u.username, u.seller_id, u.role, u.marketplace_code, s.revoked_at AS session_revoked_at
+       FROM refresh_tokens rt JOIN users u ON u.id = rt.user_id JOIN sessions s ON s.id = rt.session_id
       WHERE rt.token_hash = $1
         FOR UPDATE OF rt`,
     [hash],
@@ -144,6 +148,20 @@ export async function revokeSession(db: Queryable, sessionId: string, userId: nu
     [sessionId, userId, now, reason],
   );
   return { found: rows.length > 0, wasActive: rows[0]?.was_active ?? false };
+}
+
+/**
+ * Whether a replay of one of this session's tokens may write an audit row now: true at most once
+ * per `intervalSeconds` per session (the first caller of a period marks it). A replay loop then
+ * writes one row an hour instead of one per request.
+ */
+export async function claimReplayAudit(db: Queryable, sessionId: string, now: Date, intervalSeconds: number): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE sessions SET replay_audited_at = $2
+      WHERE id = $1 AND (replay_audited_at IS NULL OR replay_audited_at <= $2::timestamptz - make_interval(secs => $3))`,
+    [sessionId, now, intervalSeconds],
+  );
+  return rowCount > 0;
 }
 
 export async function touchSession(tx: Queryable, sessionId: string, now: Date): Promise<void> {

@@ -4,7 +4,7 @@ import type { Database } from '../db/database.js';
 import { isStorableText } from '../http/input-guard.js';
 import { isCode } from '../http/path-params.js';
 import { checkName } from '../webhooks/webhook-validators.js';
-import { isUserName } from '../accounts/user-name.js';
+import { checkNewUserName } from '../accounts/user-name.js';
 import { UsageError } from './usage-error.js';
 
 /**
@@ -62,11 +62,11 @@ export function requireName(value: string | boolean | undefined, name: string): 
   return checked.value;
 }
 
-/** A user name: the rule login and the admin API apply (UserName). */
+/** A new user's name: the rule the admin API applies (checkNewUserName); its canonical form. */
 export function requireUserName(value: string | boolean | undefined, name: string): string {
-  const text = requireText(value, name);
-  if (!isUserName(text)) throw new UsageError(`${name} must be 1 to 200 characters, none of them a control character (tab, line break, NUL).`);
-  return text;
+  const checked = checkNewUserName(requireText(value, name));
+  if (!checked.ok) throw new UsageError(`${name} ${checked.message}.`);
+  return checked.value;
 }
 
 export function requireCode(value: string | boolean | undefined, name = '<code>'): string {
