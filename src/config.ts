@@ -75,6 +75,12 @@ export const ConfigSchema = Type.Object({
   JWT_AUDIENCE: Text('plaza-api', 'aud claim of access tokens.'),
   ACCESS_TOKEN_TTL_SECONDS: Seconds(900, 'Lifetime of an access token (spec: 900).', 60),
   JWT_CLOCK_TOLERANCE_SECONDS: Integer(5, 'Leeway for exp/iat/nbf when verifying access tokens.', 0, 300),
+  ACCESS_TOKEN_REVOCATION: Type.Enum(['off', 'session'], {
+    default: 'off',
+    description:
+      'off: an access token stays valid until it expires, whatever happens to its session (the spec\'s rule). session: every request with an access token also checks that its session is alive (not ended by logout, revoke-all, ending that session, a password change or reset, a reused refresh token or a deactivation, and its user active), so those end access tokens within SESSION_CHECK_CACHE_SECONDS too. API keys and portal sessions are checked at every request either way.',
+  }),
+  SESSION_CHECK_CACHE_SECONDS: Integer(5, 'With ACCESS_TOKEN_REVOCATION=session: how long each process reuses its last answer about a session, so at most one query per session per this many seconds per process; an ended session\'s access tokens are refused within this time. 0: a query for every request (concurrent requests of one session share one).', 0, 300),
   REFRESH_TOKEN_TTL_SECONDS: Seconds(604_800, 'Lifetime of a refresh token from its issue (spec: 7 days).', 60),
   REFRESH_REUSE_GRACE_SECONDS: Integer(0, 'Seconds after a rotation during which the same refresh token returns the same successor instead of counting as reuse. 0 is the spec rule.', 0, 300),
   ARGON2_MAX_IN_PROGRESS: Integer(32, 'Password hashes and verifications (argon2id, ≈12 ms and 19 MiB each) one process runs or has waiting for a thread at once, over logins (API and portal), password changes, user creations and resets. Past it a request needing one is refused at once with 503 service_unavailable and Retry-After: 1, never queued, so that a flood of logins from many addresses cannot make every login wait behind it.', 1, 10_000),

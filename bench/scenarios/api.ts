@@ -43,6 +43,15 @@ export const authenticatedRead: Scenario = {
       await recordServerMemory(ctx, '1', service);
       await service.stop();
 
+      // The same read with ACCESS_TOKEN_REVOCATION=session (docs/authentication.md): its cost is
+      // this run's figure against the one above, same database, same webhooks, a fresh login.
+      const revoking = await Service.start(db, { env: { ACCESS_TOKEN_REVOCATION: 'session' } });
+      onExit(() => revoking.stop());
+      const session = await login(revoking.baseUrl, users[0]!.username, users[0]!.password);
+      progress(`${READ_CONNECTIONS} connections on ${path}, ACCESS_TOKEN_REVOCATION=session`);
+      const withRevocation = await runHelper<LoadResult>('load', 'get', { ...load, url: `${revoking.baseUrl}${path}`, headers: { authorization: `Bearer ${session.token}` } });
+      await revoking.stop();
+
       const bare = await Helper.start('bare-route');
       onExit(() => bare.stop());
       const bareUrl = await bare.request<string>('start', { path, json });
@@ -70,6 +79,16 @@ export const authenticatedRead: Scenario = {
           ratio: ceiling.p99Ms >= 1 ? times(measured.p99Ms / ceiling.p99Ms) : '—',
           target: '≤ 15 ms',
           met: met(measured.p99Ms <= 15),
+        },
+        {
+          scenario: '1 authenticated read, ACCESS_TOKEN_REVOCATION=session, req/s',
+          database: engine,
+          figure: perSecond(withRevocation.perSecond),
+          // Against the same read with the setting off, measured just before.
+          ceiling: perSecond(measured.perSecond),
+          ratio: percent(withRevocation.perSecond / measured.perSecond),
+          target: '≥ 90%',
+          met: met(withRevocation.perSecond / measured.perSecond >= 0.9),
         },
       ];
     }),

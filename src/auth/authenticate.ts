@@ -7,6 +7,7 @@ import type { Keys } from '../keys.js';
 import { AccessTokenVerifier, InvalidAccessTokenError, type Principal, type UserPrincipal } from './access-tokens.js';
 import { isWellFormedApiKey } from './api-keys.js';
 import { authenticateApiKey } from './api-keys.service.js';
+import { SessionLiveness } from './session-liveness.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -37,6 +38,19 @@ export const refuseIfUserGone =
 
 // One verifier (and cache) per key set, shared by every route plugin of an app.
 const verifiers = new WeakMap<Keys, AccessTokenVerifier>();
+// One session cache per database (so per app), shared by every route plugin of it.
+const livenesses = new WeakMap<object, SessionLiveness>();
+
+export const SESSION_ENDED = 'The session of this access token has ended.';
+
+/** ACCESS_TOKEN_REVOCATION=session: the app's session cache; undefined when off. */
+function sessionLivenessFor({ config, clock, db }: Pick<FeatureDeps, 'config' | 'clock' | 'db'>): SessionLiveness | undefined {
+  if (config.ACCESS_TOKEN_REVOCATION !== 'session') return undefined;
+  const periodMs = config.SESSION_CHECK_CACHE_SECONDS * 1000;
+  let liveness = livenesses.get(db);
+  if (liveness?.clock !== clock || liveness.periodMs !== periodMs) livenesses.set(db, (liveness = new SessionLiveness(db, clock, periodMs)));
+  return liveness;
+}
 
 /**
  * A hook that requires `Authorization: Bearer <access token or API key>` and sets
@@ -47,6 +61,7 @@ export function authenticate({ keys, config, clock, db }: FeatureDeps) {
   let verifier = verifiers.get(keys);
   if (verifier?.config !== config) verifiers.set(keys, (verifier = new AccessTokenVerifier(keys, config)));
   const tokens = verifier;
+  const sessions = sessionLivenessFor({ config, clock, db });
   return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
     const header = request.headers.authorization;
     if (!header) throw new AppError('unauthorized', 'Send Authorization: Bearer <access token>.', { headers: { 'www-authenticate': 'Bearer' } });
@@ -66,6 +81,9 @@ export function authenticate({ keys, config, clock, db }: FeatureDeps) {
       if (error instanceof InvalidAccessTokenError) throw unauthorized('The access token is invalid or expired.');
       throw error;
     }
+    // Opt-in (ACCESS_TOKEN_REVOCATION=session): an ended session ends its access tokens within
+    // SESSION_CHECK_CACHE_SECONDS, not at their expiry; a cache hit costs no query.
+    if (sessions && !(await sessions.isAlive(principal.sessionId, principal.userId))) throw unauthorized(SESSION_ENDED);
     // The token itself is stateless; its tenant's state is not: a deactivated seller or
     // marketplace is refused from the next request on, in every process (one primary-key probe).
     if (!(await isPrincipalTenantActive(db, principal))) throw unauthorized(`The ${inactiveTenantOf(principal.role)} of this access token is deactivated.`);
