@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { chownSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
+import { ConfigError } from '../../config.js';
 import { assertPrivate } from './permissions.js';
 import type { EmbeddedBinaries } from './binaries.js';
 
@@ -73,7 +74,7 @@ export async function ensureCluster(dataDir: string, binaries: EmbeddedBinaries,
   assertPrivate(credentialsPath(dataDir), 'file');
   if (existsSync(join(cluster, 'PG_VERSION'))) {
     if (!existsSync(credentialsPath(dataDir))) {
-      throw new Error(`The embedded PostgreSQL cluster in ${cluster} has no credentials file (${credentialsPath(dataDir)}). Restore that file, or remove ${cluster} to start with an empty database.`);
+      throw new ConfigError(`The embedded PostgreSQL cluster in ${cluster} has no credentials file (${credentialsPath(dataDir)}). Restore that file, or remove ${cluster} to start with an empty database.`);
     }
     return JSON.parse(readFileSync(credentialsPath(dataDir), 'utf8')) as Credentials;
   }

@@ -6,7 +6,7 @@ import { ConfigError } from '../../config.js';
 import { findEmbeddedBinaries, type EmbeddedBinaries } from './binaries.js';
 import { clusterDir, ensureCluster, postgresSystemUser, type Credentials, type EmbeddedLogger, type SystemUser } from './cluster.js';
 import { ensurePrivateDirectory } from './permissions.js';
-import { reachableBinaries, serverDirectory } from './server-user-access.js';
+import { giveClusterTo, reachableBinaries, serverDirectory } from './server-user-access.js';
 import { freeLocalPort, isAlive, processCommandLine, sleep } from './processes.js';
 import { claimOwnership, describeOwner, releaseOwnership, writeState, type OwnerState } from './state.js';
 
@@ -102,8 +102,10 @@ export class EmbeddedServer {
       if (runAs) {
         const place = serverDirectory(dataDir, runAs);
         serverDir = place.dir;
-        if (serverDir === dataDir) chownSync(dataDir, runAs.uid, runAs.gid);
-        else logger.warn({ serverDir, blocked: place.blocked }, `the embedded PostgreSQL server lives in ${serverDir}: its user ${runAs.name} cannot enter a folder above DATA_DIR`);
+        if (serverDir === dataDir) {
+          chownSync(dataDir, runAs.uid, runAs.gid);
+          giveClusterTo(dataDir, runAs);
+        } else logger.warn({ serverDir, blocked: place.blocked }, `the embedded PostgreSQL server lives in ${serverDir}: its user ${runAs.name} cannot enter a folder above DATA_DIR`);
       }
       const binaries = runAs ? reachableBinaries(installed, serverDir, runAs) : installed;
       const credentials = await ensureCluster(dataDir, binaries, runAs, logger, options.throwaway, serverDir);
