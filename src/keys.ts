@@ -4,6 +4,7 @@ import type { Clock } from './clock.js';
 import { ConfigError, type Config } from './config.js';
 import type { Database } from './db/database.js';
 import { ALGORITHM, ensureSigningKey, loadJwtKeySet, newPrivateKeyPem, publicJwkOf, type JwtKeySet } from './keys/jwt-key-ring.js';
+import { sealPlainHeaders } from './webhooks/header-box.js';
 import { deriveKey, readKeyFile, resolveSecretsKey, verifySecretsKey, type SecretsKey } from './keys/secrets-key.js';
 
 export { ALGORITHM };
@@ -48,7 +49,11 @@ async function fromEnvironment<T>(setting: string, load: () => Promise<T>): Prom
 export async function loadKeys(config: Config, db?: Database, now = new Date()): Promise<Keys> {
   const secrets = resolveSecretsKey(config);
   const derived = derivedKeys(secrets.key);
-  if (db) await verifySecretsKey(db, secrets, derived.webhookSecretsKey, now);
+  if (db) {
+    await verifySecretsKey(db, secrets, derived.webhookSecretsKey, now);
+    // Header values still in plain text (a database from before migration 018) are sealed now.
+    await sealPlainHeaders(db, derived.webhookSecretsKey);
+  }
   const extra = parseVerificationKeys(config);
   let set: JwtKeySet;
   let jwtSource: Keys['jwtSource'];

@@ -8,6 +8,7 @@ import { MarketplaceParams, WebhookParams } from '../http/path-params.js';
 import { addressableByAdmin, assertMarketplaceAccess, tenantOf } from '../webhooks/webhook-access.js';
 import { STATUS_TOPIC_PREFIX } from '../webhooks/webhook-validators.js';
 import { listWebhooks } from '../webhooks/webhooks.repository.js';
+import { withOpenHeaders } from '../webhooks/header-box.js';
 import { changeWebhook, createWebhook, rotateSecret, webhookSettings } from '../webhooks/webhooks.service.js';
 import type { PortalSession } from './portal-sessions.js';
 import { assertInScope, loadScopedWebhook, refusedByTenantLimit, sendPage, sendRefusal, sessionOf, type PortalDeps } from './portal.routes.js';
@@ -68,7 +69,8 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
     assertInScope(session, marketplaceCode);
     return pageContext(session, marketplaceCode);
   };
-  const load = (session: PortalSession, params: { marketplace_code: string; code: string }) => loadScopedWebhook(db, session, params);
+  // Opened here once: the detail page names the headers, the edit form shows them, a test sends them.
+  const load = async (session: PortalSession, params: { marketplace_code: string; code: string }) => withOpenHeaders(settings.secretsKey, await loadScopedWebhook(db, session, params));
   const sellerEditable = (session: PortalSession) => session.principal.role !== 'seller';
 
   app.get(hooks, { schema: { ...hide, params: MarketplaceParams }, preHandler: requireSession }, async (request, reply) => {

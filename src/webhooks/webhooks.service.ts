@@ -6,6 +6,7 @@ import type { Config } from '../config.js';
 import type { Keys } from '../keys.js';
 import { notifyDeliveryWorkers, releaseHeldDeliveries } from '../delivery/deliveries.repository.js';
 import { encryptSecret, newWebhookSecret } from './secret-box.js';
+import { sealHeaders, withOpenHeaders } from './header-box.js';
 import { assertMarketplaceAccess, loadWebhookForPrincipal, tenantOf, type Tenant, type WebhookRow } from './webhook-access.js';
 import { ALL_SELLERS, checkCallbackUrl, checkCode, checkHeaders, checkName, normalizeSellerId, normalizeTopic, type Checked } from './webhook-validators.js';
 import { insertWebhook, isSellerConnected, rotateWebhookSecret, updateWebhook, type WebhookChanges } from './webhooks.repository.js';
@@ -118,12 +119,12 @@ export async function createWebhook(db: Database, principal: Principal, marketpl
       topic: topic!,
       callbackUrl: callbackUrl!,
       sellerId: sellerId!,
-      headers: headers!,
+      headersEncrypted: sealHeaders(settings.secretsKey, headers!),
       secretEncrypted: encryptSecret(settings.secretsKey, secret),
       now,
     }, settings.limitPerTenant),
   );
-  return { webhook, secret };
+  return { webhook: withOpenHeaders(settings.secretsKey, webhook), secret };
 }
 
 export async function changeWebhook(db: Database, principal: Principal, marketplaceCode: string, code: string, input: UpdateWebhookInput, settings: WebhookSettings, now: Date): Promise<WebhookRow> {
@@ -133,9 +134,10 @@ export async function changeWebhook(db: Database, principal: Principal, marketpl
   if (input.name !== undefined) changes.name = checks.take('body.name', checkName(input.name));
   if (input.callback_url !== undefined) changes.callbackUrl = checks.take('body.callback_url', checkCallbackUrl(input.callback_url, settings.allowedNetworks));
   if (input.seller_id !== undefined) changes.sellerId = checks.take('body.seller_id', normalizeSellerId(input.seller_id));
-  if (input.headers !== undefined) changes.headers = checks.headers(input.headers);
+  const headers = input.headers === undefined ? undefined : checks.headers(input.headers);
   if (input.active !== undefined) changes.active = input.active;
   checks.throwIfAny();
+  if (headers !== undefined) changes.headersEncrypted = sealHeaders(settings.secretsKey, headers);
   if (changes.sellerId !== undefined) {
     await assertSellerIdAllowed(db, principal, { kind: current.tenant_kind, id: current.tenant_id }, marketplaceCode, changes.sellerId);
   }
@@ -148,7 +150,7 @@ export async function changeWebhook(db: Database, principal: Principal, marketpl
     return row;
   });
   if (!updated) throw notFound('The webhook does not exist.');
-  return updated;
+  return withOpenHeaders(settings.secretsKey, updated);
 }
 
 export async function rotateSecret(db: Queryable, principal: Principal, marketplaceCode: string, code: string, settings: WebhookSettings, now: Date): Promise<{ secret: string; previousExpiresAt: Date }> {
