@@ -130,6 +130,7 @@ describe('the embedded server runs Plaza as a role that owns its tables and noth
       const file = JSON.parse(readFileSync(join(dataDir, 'postgres.json'), 'utf8'));
       assert.equal(file.user, APP_ROLE);
       assert.deepEqual(file.admin, { user: 'plaza', password });
+      assert.equal(file.appRoleReady, true);
       assert.deepEqual(await migrated(server.connection), []);
       await assertApplicationRole(server.connection);
       await withClient(server.connection, async (client) => {

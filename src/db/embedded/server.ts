@@ -3,7 +3,7 @@ import { chownSync, closeSync, existsSync, openSync, readFileSync, rmSync, statS
 import { join, resolve } from 'node:path';
 import { ConfigError } from '../../config.js';
 import { findEmbeddedBinaries, type EmbeddedBinaries } from './binaries.js';
-import { clusterDir, ensureCluster, postgresSystemUser, type Credentials, type EmbeddedLogger, type SystemUser } from './cluster.js';
+import { clusterDir, ensureCluster, markAppRoleReady, postgresSystemUser, type Credentials, type EmbeddedLogger, type SystemUser } from './cluster.js';
 import { ensurePrivateDirectory } from './permissions.js';
 import { ensureAppRole } from './app-role.js';
 import { giveClusterTo, reachableBinaries, serverDirectory } from './server-user-access.js';
@@ -223,7 +223,10 @@ export class EmbeddedServer {
   }
 
   private async ensureDatabase(): Promise<void> {
+    if (this.credentials.appRoleReady) return;
     await ensureAppRole(this.adminConnection, this.credentials, EMBEDDED_DATABASE);
+    markAppRoleReady(this.dataDir, this.credentials);
+    this.credentials.appRoleReady = true;
   }
 
   /**
