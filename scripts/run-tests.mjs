@@ -62,7 +62,8 @@ if (!process.env.DATABASE_URL) {
   const quiet = { info: (_details, message) => console.error(`npm test: ${message}`), warn: () => {}, error: (_details, message) => console.error(`npm test: ${message}`) };
   const server = await EmbeddedServer.start(dir, quiet, { throwaway: true });
   cleanups.push(() => server.stop());
-  env.DATABASE_URL = connectionString({ ...server.connection, database: 'postgres' });
+  // The superuser: the runner and the tests create databases (Plaza itself connects as its own role).
+  env.DATABASE_URL = connectionString(server.adminConnection);
 }
 
 {

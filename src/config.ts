@@ -68,7 +68,7 @@ export const ConfigSchema = Type.Object({
   JWT_PRIVATE_KEY: OptionalText('Ed25519 private key (PKCS#8 PEM) that signs access tokens. Unset: the signing keys kept in the database (created at first start, rotated with `plaza keys rotate-jwt`).'),
   JWT_KEY_ID: OptionalText('kid of JWT_PRIVATE_KEY. Unset: derived from the key (RFC 7638 thumbprint).'),
   JWT_VERIFICATION_KEYS: OptionalText('JSON array of extra Ed25519 public JWKs (each with kid) accepted during key rotation.'),
-  SECRETS_KEY: OptionalText('Base64 of 32 bytes: the master key under which webhook secrets and JWT signing keys are encrypted in the database (AES-256-GCM). Every process of an installation needs the same one. Unset: generated in DATA_DIR/keys.json.'),
+  SECRETS_KEY: OptionalText('Base64 of 32 bytes: the master key under which webhook secrets and header values and JWT signing keys are encrypted in the database (AES-256-GCM). Every process of an installation needs the same one. Unset: generated in DATA_DIR/keys.json.'),
 
   // Authentication
   JWT_ISSUER: Text('plaza', 'iss claim of access tokens.'),

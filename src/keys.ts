@@ -5,6 +5,7 @@ import { ConfigError, type Config } from './config.js';
 import type { Database } from './db/database.js';
 import { ALGORITHM, ensureSigningKey, keySetOf as keySetOfView, newPrivateKeyPem, publicJwkOf, type JwtKeySet } from './keys/jwt-key-ring.js';
 import { LiveKeyRing } from './keys/live-key-ring.js';
+import { sealPlainHeaders } from './webhooks/header-box.js';
 import { deriveKey, readKeyFile, resolveSecretsKey, verifySecretsKey, type SecretsKey } from './keys/secrets-key.js';
 
 export { ALGORITHM };
@@ -58,7 +59,11 @@ async function fromEnvironment<T>(setting: string, load: () => Promise<T>): Prom
 export async function loadKeys(config: Config, db?: Database, clock: Clock = systemClock): Promise<Keys> {
   const secrets = resolveSecretsKey(config);
   const derived = derivedKeys(secrets.key);
-  if (db) await verifySecretsKey(db, secrets, derived.webhookSecretsKey, clock.now());
+  if (db) {
+    await verifySecretsKey(db, secrets, derived.webhookSecretsKey, clock.now());
+    // Header values still in plain text (a database from before migration 018) are sealed now.
+    await sealPlainHeaders(db, derived.webhookSecretsKey);
+  }
   const extra = await fromEnvironment('JWT_VERIFICATION_KEYS', () => importVerificationKeys(parseVerificationKeys(config)));
   let set: JwtKeySet;
   let jwtSource: Keys['jwtSource'];

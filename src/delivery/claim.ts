@@ -16,7 +16,9 @@ export interface ClaimedDelivery {
   tenant: string;
   attempts: number;
   callback_url: string;
+  /** Read with openHeaders (header-box.ts). */
   headers: Record<string, string>;
+  headers_encrypted: string | null;
   secret_encrypted: string;
   previous_secret_encrypted: string | null;
   previous_secret_expires_at: Date | null;
@@ -342,7 +344,7 @@ async function takeRows(db: Queryable, options: ClaimOptions, quotas: Map<number
      )
      -- The webhook and the event of each taken row by primary key, one probe each: as a join, the
      -- planner merged the rows with an ordered scan of all webhooks (16 ms at 10 000 webhooks).
-     SELECT t.id, t.message_id, t.webhook_id, h.tenant_kind || ':' || h.tenant_id AS tenant, t.attempts, h.callback_url, h.headers,
+     SELECT t.id, t.message_id, t.webhook_id, h.tenant_kind || ':' || h.tenant_id AS tenant, t.attempts, h.callback_url, h.headers, h.headers_encrypted,
             h.secret_encrypted, h.previous_secret_encrypted, h.previous_secret_expires_at,
             (SELECT e.body::text FROM events e WHERE e.id = t.event_id) AS body
        FROM taken t

@@ -8,6 +8,7 @@ import type { Database } from '../db/database.js';
 import type { Keys } from '../keys.js';
 import { parseNetworks } from '../net/address-policy.js';
 import { decryptSecret, secretKeyBytes } from '../webhooks/secret-box.js';
+import { openHeaders } from '../webhooks/header-box.js';
 import { claimDueDeliveries, type ClaimedDelivery, type ClaimOptions, type ClaimPosition } from './claim.js';
 import type { AttemptOutcome } from './complete.js';
 import { CompletionBatcher } from './completion-batcher.js';
@@ -48,6 +49,8 @@ export interface Deliverer {
   leasesRecoveredAt?: number;
   /** Webhook signing keys decrypted, by their stored form (see signingKeys). */
   readonly signingKeyCache: Map<string, Buffer>;
+  /** Webhook headers opened, by their stored form (header-box.ts). */
+  readonly headersCache: Map<string, Record<string, string>>;
   close(): Promise<void>;
 }
 
@@ -92,6 +95,7 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     completions,
     position: { webhookCursor: 0 },
     signingKeyCache: new Map(),
+    headersCache: new Map(),
     close: () => agent.close(),
   };
 }
@@ -191,7 +195,7 @@ export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDeli
         messageId: delivery.message_id,
         body: delivery.body,
         keys: signingKeys(keys, delivery, startedAt, deliverer.signingKeyCache),
-        headers: delivery.headers ?? {},
+        headers: openHeaders(keys.webhookSecretsKey, delivery, deliverer.headersCache),
         timestampSeconds: Math.floor(startedAt.getTime() / 1000),
       },
       config.DELIVERY_TIMEOUT_MS,

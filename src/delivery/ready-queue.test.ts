@@ -13,6 +13,7 @@ const delivery = (webhookId: number, tenant = 'seller:1'): ClaimedDelivery => ({
   attempts: 0,
   callback_url: 'https://receiver.example/hook',
   headers: {},
+  headers_encrypted: null,
   secret_encrypted: '',
   previous_secret_encrypted: null,
   previous_secret_expires_at: null,

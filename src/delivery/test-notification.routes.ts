@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { Type, type Static } from 'typebox';
 import type { Agent, Dispatcher } from 'undici';
 import type { WebhookRow } from '../webhooks/webhook-access.js';
+import { openHeaders } from '../webhooks/header-box.js';
 import type { Config } from '../config.js';
 import type { FeatureDeps } from '../deps.js';
 import { authenticate, principalOf } from '../auth/authenticate.js';
@@ -96,7 +97,7 @@ export async function sendTestNotification(
       messageId: `msg_test_${randomBytes(12).toString('hex')}`,
       body,
       keys: signingKeys(keys, webhook, now),
-      headers: webhook.headers ?? {},
+      headers: openHeaders(keys.webhookSecretsKey, webhook),
       timestampSeconds: Math.floor(now.getTime() / 1000),
     },
     config.DELIVERY_TIMEOUT_MS,

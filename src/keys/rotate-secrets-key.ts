@@ -1,5 +1,6 @@
 import type { Database } from '../db/database.js';
 import { decryptSecret, encryptSecret } from '../webhooks/secret-box.js';
+import { sealPlainHeaders } from '../webhooks/header-box.js';
 import { derivedKeys } from '../keys.js';
 import { jwtKeyEncryptionKey as jwtEncryptionKey } from './jwt-key-ring.js';
 import { fingerprintOf, sealCheck, verifySecretsKey, type SecretsKey } from './secrets-key.js';
@@ -17,15 +18,18 @@ export async function rotateSecretsKey(db: Database, current: SecretsKey, next: 
     await tx.query(`SELECT pg_advisory_xact_lock(hashtext('plaza:jwt-keys'))`);
     await tx.query(`SELECT 1 FROM secrets_key_check FOR UPDATE`);
     await verifySecretsKey(tx, current, from, now);
-    const webhooks = await tx.query<{ id: number; secret_encrypted: string; previous_secret_encrypted: string | null }>(
-      `SELECT id, secret_encrypted, previous_secret_encrypted FROM webhooks ORDER BY id FOR UPDATE`,
+    // Header values still in plain text are sealed first, so that all of them end under the new key.
+    await sealPlainHeaders(tx, from);
+    const webhooks = await tx.query<{ id: number; secret_encrypted: string; previous_secret_encrypted: string | null; headers_encrypted: string | null }>(
+      `SELECT id, secret_encrypted, previous_secret_encrypted, headers_encrypted FROM webhooks ORDER BY id FOR UPDATE`,
     );
     const move = (stored: string) => encryptSecret(to, decryptSecret(from, stored));
     for (const row of webhooks.rows) {
-      await tx.query(`UPDATE webhooks SET secret_encrypted = $2, previous_secret_encrypted = $3 WHERE id = $1`, [
+      await tx.query(`UPDATE webhooks SET secret_encrypted = $2, previous_secret_encrypted = $3, headers_encrypted = $4 WHERE id = $1`, [
         row.id,
         move(row.secret_encrypted),
         row.previous_secret_encrypted === null ? null : move(row.previous_secret_encrypted),
+        row.headers_encrypted === null ? null : move(row.headers_encrypted),
       ]);
     }
     const jwtKeys = await tx.query<{ kid: string; private_key_encrypted: string }>(`SELECT kid, private_key_encrypted FROM jwt_signing_keys FOR UPDATE`);

@@ -50,8 +50,8 @@ describe('portal link sessions act as the link\'s maker, confined to the link\'s
       ctx.app.inject({ method: 'POST', url, headers: { ...FORM, host, cookie, origin }, payload: new URLSearchParams({ _csrf: csrf, ...fields }).toString() });
   };
   const webhookRow = async (code: string, tenantKind: string) =>
-    (await ctx.db.query<{ callback_url: string; secret_encrypted: string; active: boolean; updated_at: Date; headers: object; seller_id: string }>(
-      `SELECT callback_url, secret_encrypted, active, updated_at, headers, seller_id FROM webhooks WHERE marketplace_code = 'MKT' AND code = $1 AND tenant_kind = $2`,
+    (await ctx.db.query<{ callback_url: string; secret_encrypted: string; active: boolean; updated_at: Date; headers: object; headers_encrypted: string | null; seller_id: string }>(
+      `SELECT callback_url, secret_encrypted, active, updated_at, headers, headers_encrypted, seller_id FROM webhooks WHERE marketplace_code = 'MKT' AND code = $1 AND tenant_kind = $2`,
       [code, tenantKind],
     )).rows[0]!;
   const deliveryRow = async (id: number) =>

@@ -8,6 +8,7 @@ import { MarketplaceParams, WebhookParams } from '../http/path-params.js';
 import { addressableByAdmin, assertMarketplaceAccess, tenantOf, type WebhookRow } from '../webhooks/webhook-access.js';
 import { STATUS_TOPIC_PREFIX } from '../webhooks/webhook-validators.js';
 import { listWebhooks } from '../webhooks/webhooks.repository.js';
+import { withOpenHeaders } from '../webhooks/header-box.js';
 import { changeWebhook, createWebhook, rotateSecret, webhookSettings } from '../webhooks/webhooks.service.js';
 import { inLinkScope, readOnlySellerOf, sellerEditable, sellerIdForForm } from './portal-access.js';
 import { portalActor } from '../webhooks/webhook-history.js';
@@ -71,7 +72,8 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
     assertInScope(session, marketplaceCode);
     return pageContext(session, marketplaceCode);
   };
-  const load = (session: PortalSession, params: { marketplace_code: string; code: string }) => loadScopedWebhook(db, session, params);
+  // Opened here once: the detail page names the headers, the edit form shows them, a test sends them.
+  const load = async (session: PortalSession, params: { marketplace_code: string; code: string }) => withOpenHeaders(settings.secretsKey, await loadScopedWebhook(db, session, params));
 
   /** Every webhook in the marketplace with one of these rows' codes, whoever owns it. */
   const sameCodes = async (marketplaceCode: string, rows: WebhookRow[]) =>
@@ -97,7 +99,7 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
     const readOnlySeller = readOnlySellerOf(session);
     const readOnly = readOnlySeller === undefined
       ? undefined
-      : (await listWebhooks(db, { tenant: { kind: 'seller', id: String(readOnlySeller) }, marketplaceCode: mkt, limit: 100 })).rows;
+      : (await listWebhooks(db, { tenant: { kind: 'seller', id: String(readOnlySeller) }, marketplaceCode: mkt, limit: 100 })).rows.map((row) => withOpenHeaders(settings.secretsKey, row)); // names shown, values masked
     return sendPage(reply, webhookListPage(context, rows, held, openable, readOnly && { sellerId: readOnlySeller!, webhooks: readOnly }));
   });
 

@@ -14,7 +14,9 @@ export interface WebhookRow {
   topic: string;
   callback_url: string;
   seller_id: string;
+  /** Plain headers of a row not sealed yet, else {}: read them with openHeaders (header-box.ts). */
   headers: Record<string, string>;
+  headers_encrypted: string | null;
   secret_encrypted: string;
   previous_secret_encrypted: string | null;
   previous_secret_expires_at: Date | null;

@@ -15,7 +15,8 @@ export interface NewWebhook {
   topic: string;
   callbackUrl: string;
   sellerId: string;
-  headers: Record<string, string>;
+  /** The sealed headers (header-box.ts), null for none. */
+  headersEncrypted: string | null;
   secretEncrypted: string;
   now: Date;
 }
@@ -47,11 +48,11 @@ export async function insertWebhook(tx: Queryable, webhook: NewWebhook, limit: n
   }
   try {
     const { rows } = await tx.query<WebhookRow>(
-      `INSERT INTO webhooks (tenant_kind, tenant_id, marketplace_code, code, name, topic, callback_url, seller_id, headers, secret_encrypted, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $11)
+      `INSERT INTO webhooks (tenant_kind, tenant_id, marketplace_code, code, name, topic, callback_url, seller_id, headers, headers_encrypted, secret_encrypted, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '{}'::jsonb, $9, $10, $11, $11)
        ON CONFLICT ON CONSTRAINT ${WEBHOOK_CODE_CONSTRAINT} DO NOTHING
        RETURNING *`,
-      [tenant.kind, tenant.id, marketplaceCode, code, webhook.name, webhook.topic, webhook.callbackUrl, webhook.sellerId, JSON.stringify(webhook.headers), webhook.secretEncrypted, webhook.now],
+      [tenant.kind, tenant.id, marketplaceCode, code, webhook.name, webhook.topic, webhook.callbackUrl, webhook.sellerId, webhook.headersEncrypted, webhook.secretEncrypted, webhook.now],
     );
     if (!rows[0]) throw codeTaken(code);
     return rows[0];
@@ -114,7 +115,8 @@ export interface WebhookChanges {
   name?: string;
   callbackUrl?: string;
   sellerId?: string;
-  headers?: Record<string, string>;
+  /** The sealed headers (header-box.ts), null for none; undefined keeps them. */
+  headersEncrypted?: string | null;
   active?: boolean;
 }
 
@@ -130,7 +132,8 @@ export async function updateWebhook(db: Queryable, id: number, changes: WebhookC
         name = coalesce($2, name),
         callback_url = coalesce($3, callback_url),
         seller_id = coalesce($4, seller_id),
-        headers = coalesce($5::jsonb, headers),
+        headers = CASE WHEN $9 THEN '{}'::jsonb ELSE headers END,
+        headers_encrypted = CASE WHEN $9 THEN $5 ELSE headers_encrypted END,
         active = coalesce($6, active),
         disabled_reason = CASE WHEN $6 IS TRUE THEN NULL WHEN $6 IS FALSE AND active THEN $8 ELSE disabled_reason END,
         disabled_at = CASE WHEN $6 IS TRUE THEN NULL WHEN $6 IS FALSE AND active THEN $7 ELSE disabled_at END,
@@ -143,10 +146,11 @@ export async function updateWebhook(db: Queryable, id: number, changes: WebhookC
       changes.name ?? null,
       changes.callbackUrl ?? null,
       changes.sellerId ?? null,
-      changes.headers === undefined ? null : JSON.stringify(changes.headers),
+      changes.headersEncrypted ?? null,
       changes.active ?? null,
       now,
       DISABLED_BY_USER,
+      changes.headersEncrypted !== undefined,
     ],
   );
   return rows[0];

@@ -6,6 +6,7 @@ import { AppError } from '../http/errors.js';
 import { problemResponses, responseHeaders } from '../http/openapi.js';
 import { decodeCursor, encodeCursor, toWebhookListItem, toWebhookResponse } from './webhook-presenter.js';
 import { assertMarketplaceAccess, loadWebhookForPrincipal, tenantOf } from './webhook-access.js';
+import { withOpenHeaders } from './header-box.js';
 import {
   CreatedWebhook, CreateWebhookBody, DEFAULT_PAGE_SIZE, ListQuery, MarketplaceParams, RotatedSecret, UpdateWebhookBody, Webhook, WebhookList, WebhookParams,
 } from './webhook-schemas.js';
@@ -97,7 +98,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
       if (page.hasMore && last) {
         reply.header('link', nextPageLink(request, encodeCursor(last)));
       }
-      return page.rows.map(toWebhookListItem);
+      return page.rows.map((row) => toWebhookListItem(withOpenHeaders(settings.secretsKey, row)));
     },
   );
 
@@ -118,7 +119,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
     async (request) => {
       const { marketplace_code: marketplaceCode, code } = request.params;
       const webhook = await loadWebhookForPrincipal(db, principalOf(request), marketplaceCode, code);
-      return toWebhookResponse(webhook, await countHeldDeliveries(db, webhook.id));
+      return toWebhookResponse(withOpenHeaders(settings.secretsKey, webhook), await countHeldDeliveries(db, webhook.id));
     },
   );
 

@@ -7,6 +7,7 @@ import type { Config } from '../config.js';
 import type { Keys } from '../keys.js';
 import { notifyDeliveryWorkers, releaseHeldDeliveries } from '../delivery/deliveries.repository.js';
 import { encryptSecret, newWebhookSecret } from './secret-box.js';
+import { sealHeaders, withOpenHeaders } from './header-box.js';
 import { assertMarketplaceAccess, loadWebhookForPrincipal, tenantOf, type Tenant, type WebhookRow } from './webhook-access.js';
 import { ALL_SELLERS, checkCallbackUrl, checkCode, checkHeaders, checkName, normalizeSellerId, normalizeTopic, type Checked } from './webhook-validators.js';
 import { deleteWebhook, insertWebhook, isSellerConnected, rotateWebhookSecret, updateWebhook, type WebhookChanges } from './webhooks.repository.js';
@@ -125,14 +126,14 @@ export async function createWebhook(db: Database, principal: Principal, marketpl
       topic: topic!,
       callbackUrl: callbackUrl!,
       sellerId: sellerId!,
-      headers: headers!,
+      headersEncrypted: sealHeaders(settings.secretsKey, headers!),
       secretEncrypted: encryptSecret(settings.secretsKey, secret),
       now,
     }, settings.limitPerTenant);
-    await recordWebhookHistory(tx, created, actor, { action: 'create', changes: createdFields(created) }, clock);
+    await recordWebhookHistory(tx, created, actor, { action: 'create', changes: createdFields(withOpenHeaders(settings.secretsKey, created)) }, clock);
     return created;
   });
-  return { webhook, secret };
+  return { webhook: withOpenHeaders(settings.secretsKey, webhook), secret };
 }
 
 /** A PATCH; one that sets `active` is recorded as a pause or a resume, with every field it changed. */
@@ -143,9 +144,10 @@ export async function changeWebhook(db: Database, principal: Principal, marketpl
   if (input.name !== undefined) changes.name = checks.take('body.name', checkName(input.name));
   if (input.callback_url !== undefined) changes.callbackUrl = checks.take('body.callback_url', checkCallbackUrl(input.callback_url, settings.allowedNetworks));
   if (input.seller_id !== undefined) changes.sellerId = checks.take('body.seller_id', normalizeSellerId(input.seller_id));
-  if (input.headers !== undefined) changes.headers = checks.headers(input.headers);
+  const headers = input.headers === undefined ? undefined : checks.headers(input.headers);
   if (input.active !== undefined) changes.active = input.active;
   checks.throwIfAny();
+  if (headers !== undefined) changes.headersEncrypted = sealHeaders(settings.secretsKey, headers);
   if (changes.sellerId !== undefined) {
     await assertSellerIdAllowed(db, principal, { kind: current.tenant_kind, id: current.tenant_id }, marketplaceCode, changes.sellerId);
   }
@@ -162,11 +164,11 @@ export async function changeWebhook(db: Database, principal: Principal, marketpl
     if (!row) return undefined;
     if (changes.active === true && (await releaseHeldDeliveries(tx, current.id, now)) > 0) await notifyDeliveryWorkers(tx);
     const action = changes.active === undefined ? 'update' : changes.active ? 'resume' : 'pause';
-    await recordWebhookHistory(tx, row, actor, { action, changes: changedFields(before, row) }, clock);
+    await recordWebhookHistory(tx, row, actor, { action, changes: changedFields(withOpenHeaders(settings.secretsKey, before), withOpenHeaders(settings.secretsKey, row)) }, clock);
     return row;
   });
   if (!updated) throw notFound('The webhook does not exist.');
-  return updated;
+  return withOpenHeaders(settings.secretsKey, updated);
 }
 
 export async function rotateSecret(db: Database, principal: Principal, marketplaceCode: string, code: string, settings: WebhookSettings, clock: Clock, actor: WebhookActor): Promise<{ secret: string; previousExpiresAt: Date }> {

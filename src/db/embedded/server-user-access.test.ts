@@ -1,15 +1,18 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import pg from 'pg';
+import { ConfigError } from '../../config.js';
 import { findEmbeddedBinaries, type EmbeddedBinaries } from './binaries.js';
 import { clusterDir, ensureCluster, postgresSystemUser } from './cluster.js';
 import { ensurePrivateDirectory } from './permissions.js';
 import { EmbeddedServer } from './server.js';
 import { reachableBinaries, relocatedServerDir, serverBinariesDir, serverDirectory } from './server-user-access.js';
+
+const holdsCluster = (dir: string) => existsSync(join(clusterDir(dir), 'PG_VERSION'));
 
 const isRoot = process.platform !== 'win32' && userInfo().uid === 0;
 const quiet = { info: () => {}, warn: () => {}, error: () => {} };
@@ -48,6 +51,62 @@ describe('as root, the postgres user must reach DATA_DIR and the binaries', { sk
     // Reachable since: the cluster stays where it is, so the database does not seem to vanish.
     chmodSync(blocked, 0o701);
     assert.equal(serverDirectory(dataDir, postgresSystemUser()!).dir, relocated);
+  });
+
+  test('DATA_DIR holding a cluster below such a folder (a copied data folder): refused in one line, never replaced by an empty one; served once reachable', async () => {
+    // A data folder with a user in it, made where the postgres user can reach it.
+    const original = join(root, 'original');
+    mkdirSync(original, { mode: 0o711 });
+    const first = await EmbeddedServer.start(join(original, 'data'), quiet, { throwaway: true });
+    try {
+      const client = new pg.Client(first.connection);
+      await client.connect();
+      await client.query(`CREATE TABLE kept (name text); INSERT INTO kept VALUES ('alice')`);
+      await client.end();
+    } finally {
+      await first.stop();
+    }
+    // Copied by root into a 0700 folder (mktemp -d, /root): every file now root's.
+    const blocked = join(root, 'copied');
+    mkdirSync(blocked, { mode: 0o700 });
+    const dataDir = join(blocked, 'data');
+    execFileSync('cp', ['-r', join(original, 'data'), dataDir]);
+    const relocated = relocatedServerDir(dataDir);
+    after(() => rmSync(relocated, { recursive: true, force: true }));
+
+    await assert.rejects(EmbeddedServer.start(dataDir, quiet, { throwaway: true }), (error: Error) => {
+      assert.ok(error instanceof ConfigError, String(error)); // exit code 2, one line, no stack
+      assert.doesNotMatch(error.message, /\n/);
+      assert.match(error.message, new RegExp(`${dataDir}.*cluster.*cannot enter ${blocked}\\b.*chmod o\\+x ${blocked}`));
+      return true;
+    });
+    assert.equal(holdsCluster(relocated), false, 'no empty cluster was started in its place');
+
+    // The fix the message names: the copied cluster itself is served, its user still there.
+    chmodSync(blocked, 0o701);
+    const server = await EmbeddedServer.start(dataDir, quiet, { throwaway: true });
+    try {
+      assert.equal(server.serverDir, dataDir);
+      assert.equal(statSync(join(clusterDir(dataDir), 'base')).uid, postgresSystemUser()!.uid);
+      const client = new pg.Client(server.connection);
+      await client.connect();
+      assert.deepEqual((await client.query('SELECT name FROM kept')).rows, [{ name: 'alice' }]);
+      await client.end();
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test('a cluster in DATA_DIR and another in its /var/lib/plaza place: refused, naming both', () => {
+    const dataDir = join(root, 'twice', 'data');
+    const relocated = relocatedServerDir(dataDir);
+    after(() => rmSync(relocated, { recursive: true, force: true }));
+    for (const dir of [dataDir, relocated]) {
+      mkdirSync(clusterDir(dir), { recursive: true, mode: 0o700 });
+      writeFileSync(join(clusterDir(dir), 'PG_VERSION'), '17\n');
+    }
+    assert.throws(() => serverDirectory(dataDir, postgresSystemUser()!), (error: Error) =>
+      error instanceof ConfigError && !error.message.includes('\n') && error.message.includes(clusterDir(dataDir)) && error.message.includes(clusterDir(relocated)));
   });
 
   test('binaries below such a folder are copied into DATA_DIR once, run from there, and the copy goes when no longer needed', async () => {

@@ -4,7 +4,7 @@ import { dirname, join, resolve, sep } from 'node:path';
 import { ConfigError } from '../../config.js';
 import type { EmbeddedBinaries } from './binaries.js';
 import { shellQuote } from './permissions.js';
-import type { SystemUser } from './cluster.js';
+import { clusterDir, type SystemUser } from './cluster.js';
 
 /**
  * As root, the embedded server runs as the `postgres` user (cluster.ts), which needs search (x)
@@ -62,6 +62,9 @@ export function relocatedServerDir(dataDir: string): string {
   return join(RELOCATED_ROOT, `embedded-${createHash('sha256').update(resolve(dataDir)).digest('hex').slice(0, 16)}`);
 }
 
+/** Whether `dir` holds an initialised cluster (initdb writes PG_VERSION). */
+export const holdsCluster = (dir: string) => existsSync(join(clusterDir(dir), 'PG_VERSION'));
+
 /**
  * Where the server keeps its cluster, socket and log: DATA_DIR, or, when the server
  * user cannot enter a folder above DATA_DIR (a clone in /root or in a `mktemp -d` folder, run as
@@ -70,10 +73,29 @@ export function relocatedServerDir(dataDir: string): string {
  * security change. Once a cluster lives there, later starts keep using it, also after such a
  * chmod, so that a database never seems to vanish. Keys, credentials and the owner's state stay
  * in DATA_DIR.
+ *
+ * One DATA_DIR, one cluster: a cluster already in DATA_DIR (a copied, restored or moved data
+ * folder) is served from there or the start is refused; a new, empty one is never started in its
+ * place, where every user and event would seem gone while new data went elsewhere.
  */
 export function serverDirectory(dataDir: string, user: SystemUser): { dir: string; blocked?: string } {
   const relocated = relocatedServerDir(dataDir);
   const blocked = firstBlockedDirectory(dirname(resolve(dataDir)), user);
+  if (holdsCluster(dataDir)) {
+    if (holdsCluster(relocated)) {
+      throw new ConfigError(
+        `DATA_DIR ${resolve(dataDir)} holds an embedded PostgreSQL cluster, and so does ${relocated}, where this DATA_DIR's server ran before; ` +
+          `Plaza will not choose between two databases: move away the one you do not want (${shellQuote(clusterDir(dataDir))} or ${shellQuote(clusterDir(relocated))}).`,
+      );
+    }
+    if (blocked) {
+      throw new ConfigError(
+        `DATA_DIR ${resolve(dataDir)} holds an embedded PostgreSQL cluster that its server's user ${user.name} cannot reach (it cannot enter ${blocked}); ` +
+          `Plaza will not start an empty database in its place. Fix it with: chmod o+x ${shellQuote(blocked)} (or move DATA_DIR to a directory ${user.name} can reach)`,
+      );
+    }
+    return { dir: dataDir };
+  }
   if (!blocked && !existsSync(relocated)) return { dir: dataDir };
   // Its own folders: /var/lib/plaza may be entered but not listed by others (0711); each server
   // directory in it is its server user's alone (0700).
@@ -89,6 +111,23 @@ export function serverDirectory(dataDir: string, user: SystemUser): { dir: strin
   chmodSync(relocated, 0o700);
   chownSync(relocated, user.uid, user.gid);
   return { dir: relocated, blocked };
+}
+
+/**
+ * A cluster in DATA_DIR that is not the server user's (copied or restored by root: `cp -r`, a
+ * tar without --same-owner) is given to it: PostgreSQL refuses a data directory it does not own.
+ * DATA_DIR is Plaza's own 0700 folder, which it already gives to that user; nothing outside it
+ * changes. Links are not followed.
+ */
+export function giveClusterTo(dataDir: string, user: SystemUser): void {
+  const cluster = clusterDir(dataDir);
+  if (!holdsCluster(dataDir) || statSync(cluster).uid === user.uid) return;
+  const chownTree = (path: string) => {
+    const stats = lstatSync(path);
+    lchownSync(path, user.uid, user.gid);
+    if (stats.isDirectory()) for (const entry of readdirSync(path)) chownTree(join(path, entry));
+  };
+  chownTree(cluster);
 }
 
 export const serverBinariesDir = (serverDir: string) => join(serverDir, 'postgres-bin');

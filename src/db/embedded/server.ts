@@ -1,12 +1,12 @@
 import { spawn } from 'node:child_process';
 import { chownSync, closeSync, existsSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import pg from 'pg';
 import { ConfigError } from '../../config.js';
 import { findEmbeddedBinaries, type EmbeddedBinaries } from './binaries.js';
-import { clusterDir, ensureCluster, postgresSystemUser, type Credentials, type EmbeddedLogger, type SystemUser } from './cluster.js';
+import { clusterDir, ensureCluster, markAppRoleReady, postgresSystemUser, type Credentials, type EmbeddedLogger, type SystemUser } from './cluster.js';
 import { ensurePrivateDirectory } from './permissions.js';
-import { reachableBinaries, serverDirectory } from './server-user-access.js';
+import { ensureAppRole } from './app-role.js';
+import { giveClusterTo, reachableBinaries, serverDirectory } from './server-user-access.js';
 import { freeLocalPort, isAlive, processCommandLine, sleep } from './processes.js';
 import { claimOwnership, describeOwner, releaseOwnership, writeState, type OwnerState } from './state.js';
 
@@ -80,7 +80,7 @@ export class EmbeddedServer {
     readonly serverDir: string,
     readonly binaries: EmbeddedBinaries,
     private readonly runAs: SystemUser | undefined,
-    private readonly credentials: Credentials,
+    private readonly credentials: Credentials & { admin: Credentials },
     private readonly owner: OwnerState,
     private readonly logger: EmbeddedLogger,
     private readonly options: StartOptions,
@@ -102,8 +102,10 @@ export class EmbeddedServer {
       if (runAs) {
         const place = serverDirectory(dataDir, runAs);
         serverDir = place.dir;
-        if (serverDir === dataDir) chownSync(dataDir, runAs.uid, runAs.gid);
-        else logger.warn({ serverDir, blocked: place.blocked }, `the embedded PostgreSQL server lives in ${serverDir}: its user ${runAs.name} cannot enter a folder above DATA_DIR`);
+        if (serverDir === dataDir) {
+          chownSync(dataDir, runAs.uid, runAs.gid);
+          giveClusterTo(dataDir, runAs);
+        } else logger.warn({ serverDir, blocked: place.blocked }, `the embedded PostgreSQL server lives in ${serverDir}: its user ${runAs.name} cannot enter a folder above DATA_DIR`);
       }
       const binaries = runAs ? reachableBinaries(installed, serverDir, runAs) : installed;
       const credentials = await ensureCluster(dataDir, binaries, runAs, logger, options.throwaway, serverDir);
@@ -140,6 +142,14 @@ export class EmbeddedServer {
 
   private connectionFor(host: string, port: number): EmbeddedConnection {
     return { host, port, user: this.credentials.user, password: this.credentials.password, database: EMBEDDED_DATABASE };
+  }
+
+  /**
+   * The cluster's superuser, for what the application's role may not do: the test runner creates
+   * its databases with it. Plaza itself connects as `connection` (app-role.ts).
+   */
+  get adminConnection(): EmbeddedConnection {
+    return { ...this.connection, user: this.credentials.admin.user, password: this.credentials.admin.password, database: 'postgres' };
   }
 
   /** The postmaster named in postmaster.pid, when it is alive and really serves this cluster. */
@@ -213,14 +223,10 @@ export class EmbeddedServer {
   }
 
   private async ensureDatabase(): Promise<void> {
-    const client = new pg.Client({ ...this.connection, database: 'postgres' });
-    await client.connect();
-    try {
-      const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [EMBEDDED_DATABASE]);
-      if (!rowCount) await client.query(`CREATE DATABASE ${EMBEDDED_DATABASE}`);
-    } finally {
-      await client.end();
-    }
+    if (this.credentials.appRoleReady) return;
+    await ensureAppRole(this.adminConnection, this.credentials, EMBEDDED_DATABASE);
+    markAppRoleReady(this.dataDir, this.credentials);
+    this.credentials.appRoleReady = true;
   }
 
   /**
