@@ -84,6 +84,7 @@ class WorkerLoop {
   private pollTimer: NodeJS.Timeout | undefined;
   private dueTimer: NodeJS.Timeout | undefined;
   private maintenanceTimer: NodeJS.Timeout | undefined;
+  private maintenance: Promise<void> | undefined;
   private unlisten: (() => Promise<void>) | undefined;
 
   constructor(
@@ -115,9 +116,9 @@ class WorkerLoop {
       logger.warn({ err: error }, 'LISTEN failed; the worker relies on polling');
     }
     this.pollTimer = setInterval(() => this.wake(), config.DELIVERY_POLL_INTERVAL_MS);
-    this.maintenanceTimer = setInterval(() => void this.maintain(), MAINTENANCE_INTERVAL_MS);
+    this.maintenanceTimer = setInterval(() => void this.startMaintenance(), MAINTENANCE_INTERVAL_MS);
     this.maintenanceTimer.unref();
-    void this.maintain();
+    void this.startMaintenance();
     logger.info({ workerId: this.deliverer.workerId }, 'delivery worker started');
     this.wake();
   }
@@ -239,6 +240,12 @@ class WorkerLoop {
     if (wait < config.DELIVERY_POLL_INTERVAL_MS) this.dueTimer = setTimeout(() => this.wake(), Math.max(Number(wait), 0) + 5);
   }
 
+  /** One pass at a time; stop() waits for it, so that it never uses the pool after the pool ended. */
+  private startMaintenance(): Promise<void> {
+    if (this.stopping) return Promise.resolve();
+    return (this.maintenance ??= this.maintain().finally(() => (this.maintenance = undefined)));
+  }
+
   private async maintain(): Promise<void> {
     const { db, clock, config, logger } = this.deps;
     try {
@@ -267,6 +274,7 @@ class WorkerLoop {
     clearInterval(this.maintenanceTimer);
     clearTimeout(this.dueTimer);
     await this.unlisten?.().catch(() => {});
+    await this.maintenance;
     // Let a claim round in progress finish so that its claims are counted below.
     while (this.claims > 0) await new Promise((resolve) => setTimeout(resolve, 10));
     // What waits for a slot is not sent: it goes back with the other claims below.
