@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { Type, type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import { parseRetrySchedule } from './delivery/retry-schedule.js';
+import { DEFAULT_JWT_ALGORITHM, JWT_ALGORITHMS } from './keys/jwt-algorithms.js';
 import { parseCorsOrigins } from './http/cors.js';
 import { parseNetworks } from './net/address-policy.js';
 import { parseTrustProxy } from './net/trusted-proxies.js';
@@ -65,9 +66,14 @@ export const ConfigSchema = Type.Object({
   DATABASE_RETRY_AFTER_SECONDS: Seconds(5, 'Retry-After sent with 503 while the database is unreachable.', 1),
 
   // Keys and secrets
-  JWT_PRIVATE_KEY: OptionalText('Ed25519 private key (PKCS#8 PEM) that signs access tokens. Unset: the signing keys kept in the database (created at first start, rotated with `plaza keys rotate-jwt`).'),
+  JWT_ALGORITHM: Type.Enum([...JWT_ALGORITHMS], {
+    default: DEFAULT_JWT_ALGORITHM,
+    description:
+      'Algorithm of the JWT signing keys Plaza creates: the first one (first start) and each `plaza keys rotate-jwt` (unless given --algorithm). ES256 (EC P-256, verified by every common JWT library), EdDSA (Ed25519: not by jsonwebtoken, hence not by express-jwt or passport-jwt) or RS256 (RSA 2048). Existing keys keep their own algorithm until a rotation retires them; JWT_PRIVATE_KEY signs with its key\'s.',
+  }),
+  JWT_PRIVATE_KEY: OptionalText('Private key (PKCS#8 PEM) that signs access tokens, with its type\'s algorithm: EC P-256 (ES256), Ed25519 (EdDSA) or RSA of at least 2048 bits (RS256). Unset: the signing keys kept in the database (created at first start, rotated with `plaza keys rotate-jwt`).'),
   JWT_KEY_ID: OptionalText('kid of JWT_PRIVATE_KEY. Unset: derived from the key (RFC 7638 thumbprint).'),
-  JWT_VERIFICATION_KEYS: OptionalText('JSON array of extra Ed25519 public JWKs (each with kid) accepted during key rotation.'),
+  JWT_VERIFICATION_KEYS: OptionalText('JSON array of extra public JWKs (each with kid; EC P-256, Ed25519 or RSA ≥ 2048 bits, each verifying with its type\'s algorithm) accepted during key rotation.'),
   SECRETS_KEY: OptionalText('Base64 of 32 bytes: the master key under which webhook secrets and header values and JWT signing keys are encrypted in the database (AES-256-GCM). Every process of an installation needs the same one. Unset: generated in DATA_DIR/keys.json.'),
 
   // Authentication

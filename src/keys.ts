@@ -3,19 +3,19 @@ import { importJWK, importPKCS8, type CryptoKey, type JWK } from 'jose';
 import { systemClock, type Clock } from './clock.js';
 import { ConfigError, type Config } from './config.js';
 import type { Database } from './db/database.js';
-import { ALGORITHM, ensureSigningKey, keySetOf as keySetOfView, newPrivateKeyPem, publicJwkOf, type JwtKeySet } from './keys/jwt-key-ring.js';
+import { algorithmOfJwk, DEFAULT_JWT_ALGORITHM, newPrivateKeyPem, publicMembersOf, SUPPORTED_KEYS, type JwtAlgorithm } from './keys/jwt-algorithms.js';
+import { ensureSigningKey, keySetOf as keySetOfView, publicJwkOf, type JwtKeySet, type VerificationKey } from './keys/jwt-key-ring.js';
 import { LiveKeyRing } from './keys/live-key-ring.js';
 import { sealPlainHeaders } from './webhooks/header-box.js';
 import { deriveKey, readKeyFile, resolveSecretsKey, verifySecretsKey, type SecretsKey } from './keys/secrets-key.js';
 
-export { ALGORITHM };
-
 /**
  * Key material of the service, imported once (a pre-imported key signs ~1.7× faster).
- * - signing: the Ed25519 key that signs access tokens, with its kid; with keys from the database,
- *   the one that signed when they were last read: a token is signed by signingKeyOf (the timeline's
- *   key of that instant);
- * - verification: every public key accepted by kid (the signing one, rotated-out and pending ones);
+ * - signing: the key that signs access tokens, with its kid and algorithm; with keys from the
+ *   database, the one that signed when they were last read: a token is signed by signingKeyOf (the
+ *   timeline's key of that instant);
+ * - verification: every public key accepted by kid, each with its own algorithm (the signing one,
+ *   rotated-out and pending ones);
  * - jwks: those public keys as published at /.well-known/jwks.json;
  * - webhookSecretsKey: AES-256 key that encrypts webhook signing secrets at rest;
  * - refreshSuccessorKey: HMAC key that derives a grace-period successor from a refresh token;
@@ -46,15 +46,16 @@ async function fromEnvironment<T>(setting: string, load: () => Promise<T>): Prom
     return await load();
   } catch (error) {
     if (error instanceof ConfigError) throw error;
-    throw new ConfigError(`Cannot import ${setting}: ${(error as Error).message}. JWT_PRIVATE_KEY must be an Ed25519 PKCS#8 PEM key; JWT_VERIFICATION_KEYS a JSON array of Ed25519 public JWKs, each with kid.`);
+    throw new ConfigError(`Cannot import ${setting}: ${(error as Error).message}. JWT_PRIVATE_KEY must be a PKCS#8 PEM private key, ${SUPPORTED_KEYS}; JWT_VERIFICATION_KEYS a JSON array of such public JWKs, each with kid.`);
   }
 }
 
 /**
  * The keys of a process. SECRETS_KEY comes from the environment or DATA_DIR/keys.json and must open
  * the database's secrets (else ConfigError naming the difference). JWT keys come from
- * JWT_PRIVATE_KEY when set, else from the database (created on first start). Without a database
- * (tools, tests) and without JWT_PRIVATE_KEY, a throwaway signing key is used.
+ * JWT_PRIVATE_KEY when set (its algorithm is its key type's), else from the database (the first
+ * one created on first start, for JWT_ALGORITHM). Without a database (tools, tests) and without
+ * JWT_PRIVATE_KEY, a throwaway signing key for JWT_ALGORITHM is used.
  */
 export async function loadKeys(config: Config, db?: Database, clock: Clock = systemClock): Promise<Keys> {
   const secrets = resolveSecretsKey(config);
@@ -74,12 +75,12 @@ export async function loadKeys(config: Config, db?: Database, clock: Clock = sys
   } else if (db) {
     // Errors here are the database's (or a key it holds that SECRETS_KEY, checked above, opens):
     // not a setting's, so not reported as one.
-    await ensureSigningKey(db, secrets.key, clock, readKeyFile(config.DATA_DIR)?.jwtPrivateKeyPem);
+    await ensureSigningKey(db, secrets.key, clock, config.JWT_ALGORITHM, readKeyFile(config.DATA_DIR)?.jwtPrivateKeyPem);
     ring = await LiveKeyRing.open(db, secrets.key, config, clock);
     set = keySetOfView(ring.current, clock.now().getTime());
     jwtSource = 'database';
   } else {
-    set = await keySetOf(newPrivateKeyPem());
+    set = await keySetOf(newPrivateKeyPem(config.JWT_ALGORITHM));
     jwtSource = 'memory';
   }
   addVerificationKeys(set, extra);
@@ -110,10 +111,10 @@ export function startKeyReloader(keys: Keys, config: Config, onError: (error: un
   return () => clearInterval(timer);
 }
 
-/** Fresh keys in memory, for tests and tools. */
-export async function generateKeys(): Promise<Keys> {
+/** Fresh keys in memory, for tests and tools; the signing key for `algorithm` (JWT_ALGORITHM's default unless given). */
+export async function generateKeys(algorithm: JwtAlgorithm = DEFAULT_JWT_ALGORITHM): Promise<Keys> {
   const secrets = { key: randomBytes(32), source: 'memory' };
-  return { ...(await keySetOf(newPrivateKeyPem())), ...derivedKeys(secrets.key), secrets, jwtSource: 'memory' };
+  return { ...(await keySetOf(newPrivateKeyPem(algorithm))), ...derivedKeys(secrets.key), secrets, jwtSource: 'memory' };
 }
 
 export function derivedKeys(master: Buffer): Pick<Keys, 'webhookSecretsKey' | 'refreshSuccessorKey' | 'loginCounterKey'> {
@@ -124,13 +125,14 @@ export function derivedKeys(master: Buffer): Pick<Keys, 'webhookSecretsKey' | 'r
   };
 }
 
+/** The key set of one private key, signing with its own algorithm (its key type's). */
 async function keySetOf(pem: string, kid?: string): Promise<JwtKeySet> {
-  const published = await publicJwkOf(pem);
+  const { alg, ...published } = await publicJwkOf(pem);
   const signingKid = kid ?? published.kid;
   const jwk = { ...published.jwk, kid: signingKid };
   return {
-    signing: { kid: signingKid, privateKey: (await importPKCS8(pem, ALGORITHM)) as CryptoKey },
-    verification: new Map([[signingKid, (await importJWK(jwk, ALGORITHM)) as CryptoKey]]),
+    signing: { kid: signingKid, alg, privateKey: (await importPKCS8(pem, alg)) as CryptoKey },
+    verification: new Map([[signingKid, { alg, key: (await importJWK(publicMembersOf(jwk), alg)) as CryptoKey }]]),
     jwks: [jwk],
   };
 }
@@ -146,23 +148,24 @@ function parseVerificationKeys(config: Config): JWK[] {
   }
 }
 
-interface VerificationKey {
+interface ExtraKey extends VerificationKey {
   jwk: JWK;
-  key: CryptoKey;
 }
 
-async function importVerificationKeys(extra: JWK[]): Promise<VerificationKey[]> {
-  const imported: VerificationKey[] = [];
+/** Each key of JWT_VERIFICATION_KEYS verifies with its own algorithm (its key type's; its alg, when given, must agree). */
+async function importVerificationKeys(extra: JWK[]): Promise<ExtraKey[]> {
+  const imported: ExtraKey[] = [];
   for (const jwk of extra) {
-    const { d: _private, ...publicJwk } = jwk;
-    imported.push({ jwk: { ...publicJwk, alg: ALGORITHM, use: 'sig' }, key: (await importJWK(publicJwk, ALGORITHM)) as CryptoKey });
+    const alg = algorithmOfJwk(jwk);
+    const members = publicMembersOf(jwk);
+    imported.push({ jwk: { ...members, kid: jwk.kid, alg, use: 'sig' }, alg, key: (await importJWK(members, alg)) as CryptoKey });
   }
   return imported;
 }
 
-function addVerificationKeys(set: JwtKeySet, extra: VerificationKey[]): void {
-  for (const { jwk, key } of extra) {
-    set.verification.set(jwk.kid!, key);
+function addVerificationKeys(set: JwtKeySet, extra: ExtraKey[]): void {
+  for (const { jwk, alg, key } of extra) {
+    set.verification.set(jwk.kid!, { alg, key });
     set.jwks.push(jwk);
   }
 }

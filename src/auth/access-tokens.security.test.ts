@@ -37,7 +37,8 @@ describe('access token verification rejects forgeries with 401 unauthorized', ()
       ...overrides,
     };
   };
-  const sign = (payload: JWTPayload, header: Record<string, unknown> = {}, key: CryptoKey | Uint8Array = ctx.keys.signing.privateKey, alg = 'EdDSA') =>
+  // The test app's key is for the default algorithm (ES256); each key signs with its own.
+  const sign = (payload: JWTPayload, header: Record<string, unknown> = {}, key: CryptoKey | Uint8Array = ctx.keys.signing.privateKey, alg: string = ctx.keys.signing.alg) =>
     new SignJWT(payload).setProtectedHeader({ alg, typ: 'at+jwt', kid: kid(), ...header }).sign(key);
 
   const assertRejected = async (token: string, label: string) => {
@@ -58,16 +59,16 @@ describe('access token verification rejects forgeries with 401 unauthorized', ()
   });
 
   test('HS256 signed with the public key bytes (algorithm confusion)', async () => {
-    const publicKey = ctx.keys.verification.get(kid())!;
+    const publicKey = ctx.keys.verification.get(kid())!.key;
     const pem = await exportSPKI(publicKey);
     const jwk = await exportJWK(publicKey);
-    for (const secret of [new TextEncoder().encode(pem), Buffer.from(jwk.x!, 'base64url')]) {
+    for (const secret of [new TextEncoder().encode(pem), new TextEncoder().encode(JSON.stringify(jwk)), Buffer.from(jwk.x!, 'base64url')]) {
       for (const alg of ['HS256', 'HS512']) await assertRejected(await sign(claims(), {}, secret, alg), alg);
     }
   });
 
   test('other asymmetric algorithms with the right kid', async () => {
-    for (const alg of ['RS256', 'PS256', 'ES256']) {
+    for (const alg of ['RS256', 'PS256', 'ES256', 'ES384', 'EdDSA']) {
       const { privateKey } = await generateKeyPair(alg);
       await assertRejected(await sign(claims(), {}, privateKey, alg), alg);
     }
@@ -76,7 +77,7 @@ describe('access token verification rejects forgeries with 401 unauthorized', ()
   test('wrong or missing typ', async () => {
     await assertRejected(await sign(claims(), { typ: 'JWT' }), 'typ JWT');
     await assertRejected(await sign(claims(), { typ: 'refresh+jwt' }), 'typ refresh');
-    const noTyp = await new SignJWT(claims()).setProtectedHeader({ alg: 'EdDSA', kid: kid() }).sign(ctx.keys.signing.privateKey);
+    const noTyp = await new SignJWT(claims()).setProtectedHeader({ alg: ctx.keys.signing.alg, kid: kid() }).sign(ctx.keys.signing.privateKey);
     await assertRejected(noTyp, 'no typ');
   });
 
@@ -121,13 +122,13 @@ describe('access token verification rejects forgeries with 401 unauthorized', ()
     await assertRejected(`${header}.${payload}.${flipped}`, 'flipped signature');
     const tampered = { ...JSON.parse(Buffer.from(payload, 'base64url').toString()), seller_id: 2 };
     await assertRejected(`${header}.${b64(tampered)}.${signature}`, 'tampered payload');
-    const otherKey = generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
-    await assertRejected(await sign(claims(), {}, await importPKCS8(otherKey, 'EdDSA')), 'another Ed25519 key under our kid');
+    const otherKey = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
+    await assertRejected(await sign(claims(), {}, await importPKCS8(otherKey, 'ES256')), 'another P-256 key under our kid');
   });
 
   test('unknown or missing kid', async () => {
     await assertRejected(await sign(claims(), { kid: 'unknown-kid' }), 'unknown kid');
-    const noKid = await new SignJWT(claims()).setProtectedHeader({ alg: 'EdDSA', typ: 'at+jwt' }).sign(ctx.keys.signing.privateKey);
+    const noKid = await new SignJWT(claims()).setProtectedHeader({ alg: ctx.keys.signing.alg, typ: 'at+jwt' }).sign(ctx.keys.signing.privateKey);
     await assertRejected(noKid, 'no kid');
   });
 
@@ -162,6 +163,7 @@ describe('access token verification rejects forgeries with 401 unauthorized', ()
   });
 });
 
+// Ed25519 keys from the environment, as before ES256 became the default: they keep signing with EdDSA.
 describe('key rotation: several verification keys at once', () => {
   let app: App;
   let db: TestDatabase;

@@ -3,7 +3,8 @@ import { errors, jwtVerify, SignJWT, type JWTHeaderParameters, type JWTPayload }
 import type { Role } from '../accounts/accounts.repository.js';
 import type { Config } from '../config.js';
 import { MAX_INT32 } from '../http/path-params.js';
-import { ALGORITHM, signingKeyOf, type Keys } from '../keys.js';
+import { signingKeyOf, type Keys } from '../keys.js';
+import { JWT_ALGORITHMS } from '../keys/jwt-algorithms.js';
 
 /** The user and session an access token speaks for. The seller in context comes only from here. */
 export interface UserPrincipal {
@@ -46,7 +47,7 @@ export type TokenSubject = Omit<UserPrincipal, 'tokenId' | 'apiKeyId'>;
 
 /**
  * Signs a stateless access token (RFC 9068 shape: typ at+jwt, kid, iss, aud, sub, exp, jti), with
- * the key that the keys' timeline names for `now` (jwt-key-timeline.ts).
+ * the key that the keys' timeline names for `now` (jwt-key-timeline.ts) and that key's algorithm.
  */
 export async function issueAccessToken(keys: Keys, config: Config, subject: TokenSubject, now: Date): Promise<string> {
   const signing = await signingKeyOf(keys, now);
@@ -54,7 +55,7 @@ export async function issueAccessToken(keys: Keys, config: Config, subject: Toke
   const claims: AccessClaims = { sid: subject.sessionId, seller_id: subject.sellerId, role: subject.role };
   if (subject.marketplaceCode) claims.mkt = subject.marketplaceCode;
   return new SignJWT(claims)
-    .setProtectedHeader({ alg: ALGORITHM, typ: ACCESS_TOKEN_TYPE, kid: signing.kid })
+    .setProtectedHeader({ alg: signing.alg, typ: ACCESS_TOKEN_TYPE, kid: signing.kid })
     .setIssuer(config.JWT_ISSUER)
     .setAudience(config.JWT_AUDIENCE)
     .setSubject(String(subject.userId))
@@ -70,8 +71,9 @@ export class InvalidAccessTokenError extends Error {}
 const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
- * Verifies an access token: the algorithm is pinned (no `none`, no HMAC confusion), the key is
- * chosen by kid among the configured verification keys only, typ/iss/aud/exp are checked, and so
+ * Verifies an access token: the key is chosen by kid among the configured verification keys only,
+ * and the token's alg must be that key's own (no `none`, no HMAC confusion, no key taken for
+ * another algorithm than the one it was made for, even one Plaza uses); typ/iss/aud/exp are checked, and so
  * are iat and the lifetime: a token issued in the future (beyond the clock tolerance) or living
  * longer than ACCESS_TOKEN_TTL_SECONDS was not issued by this service as configured, even when its
  * signature is right (a leaked signing key, a signer elsewhere misconfigured), and is refused.
@@ -97,10 +99,13 @@ async function verifyWithWindow(keys: Keys, config: Config, token: string, now: 
       (header: JWTHeaderParameters) => {
         const key = header.kid === undefined ? undefined : keys.verification.get(header.kid);
         if (!key) throw new InvalidAccessTokenError('unknown kid');
-        return key;
+        // The key's algorithm, not the header's choice among those Plaza knows.
+        if (header.alg !== key.alg) throw new InvalidAccessTokenError(`alg ${String(header.alg)} is not the algorithm of key ${header.kid}`);
+        return key.key;
       },
       {
-        algorithms: [ALGORITHM],
+        // Checked before the key is chosen: nothing outside these reaches the line above.
+        algorithms: [...JWT_ALGORITHMS],
         typ: ACCESS_TOKEN_TYPE,
         issuer: config.JWT_ISSUER,
         audience: config.JWT_AUDIENCE,

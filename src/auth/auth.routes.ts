@@ -16,7 +16,7 @@ import { UserName } from '../accounts/user-name.js';
 
 const TokenPairSchema = Type.Object(
   {
-    token: Type.String({ description: 'Access token (JWT, EdDSA, typ at+jwt).' }),
+    token: Type.String({ description: 'Access token (JWT, typ at+jwt, signed with ES256 by default, or EdDSA or RS256: the alg of its key in the JWKS).' }),
     refresh_token: Type.String({ description: 'Opaque refresh token; single use, rotated at each refresh.' }),
     user_id: Type.Integer(),
     user_name: Type.String(),

@@ -228,7 +228,18 @@ describe('plaza CLI (in-process)', () => {
     assert.equal(status.code, 0, status.stderr);
     const rotated = await plaza(['keys', 'rotate-jwt']);
     assert.equal(rotated.code, 0, rotated.stderr);
-    assert.match(rotated.stdout, /New JWT signing key \S+: published now, signs from \S+ \(in 390 s: 60 s for every process to publish it \+ JWKS_MAX_AGE_SECONDS 300 \+ JWT_VERIFIER_COOLDOWN_SECONDS 30\)\./);
+    assert.match(rotated.stdout, /New JWT signing key \S+ \(ES256\): published now, signs from \S+ \(in 390 s: 60 s for every process to publish it \+ JWKS_MAX_AGE_SECONDS 300 \+ JWT_VERIFIER_COOLDOWN_SECONDS 30\)\./);
+    // Another algorithm than JWT_ALGORITHM's, for this rotation: the key table records each key's.
+    const rsa = await plaza(['keys', 'rotate-jwt', '--algorithm', 'RS256']);
+    assert.equal(rsa.code, 0, rsa.stderr);
+    const rsaKid = /New JWT signing key (\S+) \(RS256\)/.exec(rsa.stdout)?.[1];
+    assert.ok(rsaKid, rsa.stdout);
+    assert.match((await plaza(['keys', 'status'])).stdout, new RegExp(`${rsaKid} +RS256 `));
+    for (const wrong of ['HS256', 'es256', 'none']) {
+      const refused = await plaza(['keys', 'rotate-jwt', '--algorithm', wrong]);
+      assert.equal(refused.code, 2, wrong);
+      assert.match(refused.stderr, /--algorithm must be one of ES256, EdDSA, RS256\./);
+    }
     const secrets = await plaza(['keys', 'rotate-secrets-key']);
     assert.equal(secrets.code, 0, secrets.stderr);
     const next = /New SECRETS_KEY=(\S+)/.exec(secrets.stdout)?.[1];

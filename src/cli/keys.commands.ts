@@ -1,4 +1,5 @@
 import { readKeyFile, stageKeyFile, decodeSecretsKey, fingerprintOf, newSecretsKey, resolveSecretsKey } from '../keys/secrets-key.js';
+import { isJwtAlgorithm, JWT_ALGORITHMS } from '../keys/jwt-algorithms.js';
 import { rotateJwtKey } from '../keys/jwt-key-ring.js';
 import { PUBLICATION_SECONDS, publishedAfterRetirementMs, signingLeadSeconds } from '../keys/jwt-key-timeline.js';
 import { rotateSecretsKey } from '../keys/rotate-secrets-key.js';
@@ -21,31 +22,38 @@ export const keyCommands: Command[] = [
       ctx.out(secrets ? `SECRETS_KEY from ${secrets.source}: fingerprint ${fingerprintOf(secrets.key)}` : 'SECRETS_KEY: not set, and no key file in DATA_DIR yet');
       ctx.out(`database secrets encrypted under:  fingerprint ${check.rows[0]?.fingerprint ?? '(not recorded yet)'}`);
       if (config.JWT_PRIVATE_KEY) ctx.out('JWT signing key: JWT_PRIVATE_KEY (from the environment)');
-      const { rows } = await db.query<{ kid: string; created_at: Date; activates_at: Date; retired_at: Date | null }>(
-        `SELECT kid, created_at, activates_at, retired_at FROM jwt_signing_keys ORDER BY activates_at, kid`,
+      // Each key's algorithm is the alg of its stored public JWK (jwt-key-ring.ts).
+      const { rows } = await db.query<{ kid: string; alg: string; created_at: Date; activates_at: Date; retired_at: Date | null }>(
+        `SELECT kid, public_jwk->>'alg' AS alg, created_at, activates_at, retired_at FROM jwt_signing_keys ORDER BY activates_at, kid`,
       );
       const until = (retiredAt: Date | null) => (retiredAt ? new Date(retiredAt.getTime() + publishedAfterRetirementMs(config)) : '');
-      ctx.out(table(['KID', 'PUBLISHED AT', 'SIGNS FROM', 'SIGNS UNTIL', 'IN JWKS UNTIL'], rows.map((row) => [row.kid, row.created_at, row.activates_at, row.retired_at ?? '', until(row.retired_at)])));
+      ctx.out(table(['KID', 'ALG', 'PUBLISHED AT', 'SIGNS FROM', 'SIGNS UNTIL', 'IN JWKS UNTIL'], rows.map((row) => [row.kid, row.alg, row.created_at, row.activates_at, row.retired_at ?? '', until(row.retired_at)])));
     },
   },
   {
     name: 'keys rotate-jwt',
-    args: '',
+    args: `[--algorithm ${JWT_ALGORITHMS.join('|')}]`,
     summary: 'Add a new JWT signing key; it signs once every verifier can know it, the old one then stops',
+    options: { algorithm: { type: 'string' } },
     details: [
+      'The new key is for --algorithm, JWT_ALGORITHM (ES256 by default) when not given; it may differ from the old key\'s:',
+      'the old key\'s tokens keep verifying with the old key\'s algorithm until they expire. Finish an upgrade from a release',
+      'that knows only EdDSA before rotating to another algorithm: such processes cannot read the new key.',
       'The new key is published at once (each process serves it within 60 s) and signs from 60 s + JWKS_MAX_AGE_SECONDS +',
       'JWT_VERIFIER_COOLDOWN_SECONDS later (390 s by default), by this command\'s settings: give it the servers\' values.',
       'At that instant every process switches to it, and the old key signs nothing more; it stays in the JWKS until the',
       'tokens it signed have expired (ACCESS_TOKEN_TTL_SECONDS + JWT_CLOCK_TOLERANCE_SECONDS).',
     ].join('\n'),
-    async run(_input, ctx) {
+    async run({ values }, ctx) {
+      const algorithm = values.algorithm;
+      if (algorithm !== undefined && !isJwtAlgorithm(algorithm)) throw new UsageError(`--algorithm must be one of ${JWT_ALGORITHMS.join(', ')}.`);
       const config = ctx.config();
       if (config.JWT_PRIVATE_KEY) throw new UsageError('The signing key comes from JWT_PRIVATE_KEY: rotate it there (and list the old public key in JWT_VERIFICATION_KEYS), or unset it to keep keys in the database.');
       const db = await ctx.database();
       const keys = await loadKeys(config, db, ctx);
-      const rotated = await rotateJwtKey(db, keys.secrets.key, config, ctx);
+      const rotated = await rotateJwtKey(db, keys.secrets.key, config, ctx, algorithm ?? config.JWT_ALGORITHM);
       const lead = signingLeadSeconds(config);
-      ctx.out(`New JWT signing key ${rotated.kid}: published now, signs from ${rotated.signsFrom.toISOString()} (in ${lead} s: ${PUBLICATION_SECONDS} s for every process to publish it + JWKS_MAX_AGE_SECONDS ${config.JWKS_MAX_AGE_SECONDS} + JWT_VERIFIER_COOLDOWN_SECONDS ${config.JWT_VERIFIER_COOLDOWN_SECONDS}).`);
+      ctx.out(`New JWT signing key ${rotated.kid} (${rotated.alg}): published now, signs from ${rotated.signsFrom.toISOString()} (in ${lead} s: ${PUBLICATION_SECONDS} s for every process to publish it + JWKS_MAX_AGE_SECONDS ${config.JWKS_MAX_AGE_SECONDS} + JWT_VERIFIER_COOLDOWN_SECONDS ${config.JWT_VERIFIER_COOLDOWN_SECONDS}).`);
       for (const old of rotated.retired) {
         ctx.out(`${old.kid} signs until ${rotated.signsFrom.toISOString()}, then nothing more; in the JWKS until ${old.publishedUntil.toISOString()}, when its last tokens have expired.`);
       }

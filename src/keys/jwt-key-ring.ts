@@ -1,9 +1,9 @@
-import { generateKeyPairSync } from 'node:crypto';
-import { calculateJwkThumbprint, exportJWK, importJWK, importPKCS8, type CryptoKey, type JWK } from 'jose';
+import { calculateJwkThumbprint, importJWK, importPKCS8, type CryptoKey, type JWK } from 'jose';
 import { ManualClock, type Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Database, Queryable } from '../db/database.js';
 import { decryptSecret, encryptSecret } from '../webhooks/secret-box.js';
+import { algorithmOfJwk, describePrivateKey, newPrivateKeyPem, publicMembersOf, type JwtAlgorithm } from './jwt-algorithms.js';
 import { publishedAfterRetirementMs, signingKeyAt, signingLeadSeconds, type TimelineKey } from './jwt-key-timeline.js';
 import { deriveKey } from './secrets-key.js';
 
@@ -11,13 +11,26 @@ import { deriveKey } from './secrets-key.js';
  * The JWT signing keys of an installation live in the database (jwt_signing_keys), private parts
  * encrypted under SECRETS_KEY, so that every process signs and verifies with the same set, and
  * each key carries its timeline (jwt-key-timeline.ts): created_at is when it was published,
- * activates_at when it signs from, retired_at when it stops signing.
+ * activates_at when it signs from, retired_at when it stops signing. Each key has its algorithm
+ * (jwt-algorithms.ts), recorded as the `alg` of its stored public JWK (every key ever stored has
+ * one): keys of several algorithms live side by side, and a rotation may change it.
  */
-export const ALGORITHM = 'EdDSA';
+
+export interface SigningKey {
+  kid: string;
+  alg: JwtAlgorithm;
+  privateKey: CryptoKey;
+}
+
+/** A key that verifies tokens, and the one algorithm it verifies them with. */
+export interface VerificationKey {
+  alg: JwtAlgorithm;
+  key: CryptoKey;
+}
 
 export interface JwtKeySet {
-  signing: { kid: string; privateKey: CryptoKey };
-  verification: Map<string, CryptoKey>;
+  signing: SigningKey;
+  verification: Map<string, VerificationKey>;
   /** The public keys to publish (JWKS): kid, alg, use, and the key. */
   jwks: JWK[];
 }
@@ -34,16 +47,12 @@ interface SigningKeyRow {
 /** The key the JWT private keys are encrypted under, derived from SECRETS_KEY. */
 export const jwtKeyEncryptionKey = (master: Buffer) => deriveKey(master, 'plaza jwt signing keys');
 
-export function newPrivateKeyPem(): string {
-  return generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
-}
-
-/** The published form of a public key. */
-export async function publicJwkOf(pem: string): Promise<{ kid: string; jwk: JWK }> {
-  const publicJwk = await exportJWK(await importPKCS8(pem, ALGORITHM, { extractable: true }));
-  delete publicJwk.d;
-  const kid = await calculateJwkThumbprint(publicJwk);
-  return { kid, jwk: { ...publicJwk, kid, alg: ALGORITHM, use: 'sig' } };
+/** The published form of a private key's public key (its algorithm from its type), and its kid, the RFC 7638 thumbprint. */
+export async function publicJwkOf(pem: string): Promise<{ kid: string; alg: JwtAlgorithm; jwk: JWK }> {
+  const { algorithm, publicJwk } = describePrivateKey(pem);
+  const members = publicMembersOf(publicJwk);
+  const kid = await calculateJwkThumbprint(members);
+  return { kid, alg: algorithm, jwk: { ...members, kid, alg: algorithm, use: 'sig' } };
 }
 
 /**
@@ -62,6 +71,7 @@ export async function databaseClockSkewMs(db: Queryable, clock: Clock): Promise<
 const LOCK = `SELECT pg_advisory_xact_lock(hashtext('plaza:jwt-keys'))`;
 
 async function insertKey(tx: Queryable, master: Buffer, pem: string, publishedAt: Date, signsFrom: Date): Promise<string> {
+  // public_jwk carries the key's alg: the record of its algorithm, read back by readKeyView.
   const { kid, jwk } = await publicJwkOf(pem);
   await tx.query(
     `INSERT INTO jwt_signing_keys (kid, public_jwk, private_key_encrypted, created_at, activates_at) VALUES ($1, $2, $3, $4, $5)`,
@@ -70,8 +80,11 @@ async function insertKey(tx: Queryable, master: Buffer, pem: string, publishedAt
   return kid;
 }
 
-/** The first start creates the first key (or imports the one an earlier version kept in DATA_DIR/keys.json). */
-export async function ensureSigningKey(db: Database, master: Buffer, clock: Clock, legacyPem?: string): Promise<void> {
+/**
+ * The first start creates the first key, for `algorithm` (JWT_ALGORITHM), or imports the Ed25519
+ * key an earlier version kept in DATA_DIR/keys.json (which keeps its algorithm, EdDSA).
+ */
+export async function ensureSigningKey(db: Database, master: Buffer, clock: Clock, algorithm: JwtAlgorithm, legacyPem?: string): Promise<void> {
   const { rowCount } = await db.query(`SELECT 1 FROM jwt_signing_keys LIMIT 1`);
   if (rowCount > 0) return;
   await db.transaction(async (tx) => {
@@ -79,12 +92,13 @@ export async function ensureSigningKey(db: Database, master: Buffer, clock: Cloc
     if ((await tx.query(`SELECT 1 FROM jwt_signing_keys LIMIT 1`)).rowCount > 0) return;
     // It signs at once: no verifier can hold a copy of the JWKS without it, there was none before.
     const now = new Date(clock.now().getTime() + (await databaseClockSkewMs(tx, clock)));
-    await insertKey(tx, master, legacyPem ?? newPrivateKeyPem(), now, now);
+    await insertKey(tx, master, legacyPem ?? newPrivateKeyPem(algorithm), now, now);
   });
 }
 
 export interface Rotation {
   kid: string;
+  alg: JwtAlgorithm;
   publishedAt: Date;
   signsFrom: Date;
   /** The keys that stop signing at signsFrom, and when they leave the JWKS. */
@@ -92,36 +106,54 @@ export interface Rotation {
 }
 
 /**
- * Adds a new signing key, published now and signing from now + signingLeadSeconds; the keys that
- * have no end yet (the signing one, and one still waiting from an earlier rotation) stop signing
- * at that same instant. Scheduled, not immediate: every process knows the switch before it happens.
+ * Adds a new signing key for `algorithm` (JWT_ALGORITHM unless given: the old keys' algorithm may
+ * differ), published now and signing from now + signingLeadSeconds; the keys that have no end yet
+ * (the signing one, and one still waiting from an earlier rotation) stop signing at that same
+ * instant. Scheduled, not immediate: every process knows the switch before it happens.
  */
-export async function rotateJwtKey(db: Database, master: Buffer, config: Config, clock: Clock): Promise<Rotation> {
+export async function rotateJwtKey(db: Database, master: Buffer, config: Config, clock: Clock, algorithm: JwtAlgorithm = config.JWT_ALGORITHM): Promise<Rotation> {
   return db.transaction(async (tx) => {
     await tx.query(LOCK);
     const now = clock.now().getTime() + (await databaseClockSkewMs(tx, clock));
     const signsFrom = new Date(now + signingLeadSeconds(config) * 1000);
     const { rows } = await tx.query<{ kid: string }>(`UPDATE jwt_signing_keys SET retired_at = $1 WHERE retired_at IS NULL RETURNING kid`, [signsFrom]);
-    const kid = await insertKey(tx, master, newPrivateKeyPem(), new Date(now), signsFrom);
+    const kid = await insertKey(tx, master, newPrivateKeyPem(algorithm), new Date(now), signsFrom);
     const publishedUntil = new Date(signsFrom.getTime() + publishedAfterRetirementMs(config));
-    return { kid, publishedAt: new Date(now), signsFrom, retired: rows.map((row) => ({ kid: row.kid, publishedUntil })) };
+    return { kid, alg: algorithm, publishedAt: new Date(now), signsFrom, retired: rows.map((row) => ({ kid: row.kid, publishedUntil })) };
   });
 }
 
-// Imported keys by kid: a reload imports only keys it has not seen (a key never changes under its kid).
-const imported = new Map<string, { privateKey: CryptoKey; publicKey: CryptoKey }>();
+interface ImportedKey {
+  alg: JwtAlgorithm;
+  privateKey: CryptoKey;
+  publicKey: CryptoKey;
+  jwk: JWK;
+}
 
-async function importRow(row: SigningKeyRow, master: Buffer) {
-  let pair = imported.get(row.kid);
-  if (!pair) {
+// Imported keys by kid: a reload imports only keys it has not seen (a key never changes under its kid).
+const imported = new Map<string, ImportedKey>();
+
+/**
+ * A stored key, imported for its recorded algorithm: the stored JWK's alg, which must fit the key
+ * (a row that says ES256 over an Ed25519 key is refused, not used for either), and the private key
+ * must be the public one's.
+ */
+async function importRow(row: SigningKeyRow, master: Buffer): Promise<ImportedKey> {
+  let key = imported.get(row.kid);
+  if (!key) {
+    const alg = algorithmOfJwk(row.public_jwk);
     const pem = decryptSecret(jwtKeyEncryptionKey(master), row.private_key_encrypted);
-    pair = {
-      privateKey: (await importPKCS8(pem, ALGORITHM)) as CryptoKey,
-      publicKey: (await importJWK({ ...row.public_jwk, d: undefined }, ALGORITHM)) as CryptoKey,
+    const published = await publicJwkOf(pem);
+    if (published.alg !== alg || published.jwk.kid !== row.kid) throw new Error(`the stored JWT key ${row.kid} does not match its public key`);
+    key = {
+      alg,
+      privateKey: (await importPKCS8(pem, alg)) as CryptoKey,
+      publicKey: (await importJWK(publicMembersOf(row.public_jwk), alg)) as CryptoKey,
+      jwk: published.jwk,
     };
-    imported.set(row.kid, pair);
+    imported.set(row.kid, key);
   }
-  return pair;
+  return key;
 }
 
 /** What a process knows of the key table: the keys still published, read at readAt (its clock). */
@@ -145,14 +177,13 @@ export async function readKeyView(db: Queryable, master: Buffer, config: Config,
   if (rows.length === 0) throw new Error('no JWT signing key in the database');
   const keys: TimelineKey[] = [];
   for (const row of rows) {
-    const pair = await importRow(row, master);
+    const key = await importRow(row, master);
     keys.push({
       kid: row.kid,
       publishedAt: row.created_at.getTime(),
       signsFrom: row.activates_at.getTime(),
       retiredAt: row.retired_at?.getTime() ?? null,
-      ...pair,
-      jwk: { ...row.public_jwk, kid: row.kid, alg: ALGORITHM, use: 'sig' },
+      ...key,
     });
   }
   return { keys, readAt, skewMs };
@@ -162,8 +193,8 @@ export async function readKeyView(db: Queryable, master: Buffer, config: Config,
 export function keySetOf(view: KeyView, now: number): JwtKeySet {
   const signing = signingKeyAt(view.keys, now + view.skewMs);
   return {
-    signing: { kid: signing.kid, privateKey: signing.privateKey },
-    verification: new Map(view.keys.map((key) => [key.kid, key.publicKey])),
+    signing: { kid: signing.kid, alg: signing.alg, privateKey: signing.privateKey },
+    verification: new Map(view.keys.map((key) => [key.kid, { alg: key.alg, key: key.publicKey }])),
     jwks: view.keys.map((key) => key.jwk),
   };
 }

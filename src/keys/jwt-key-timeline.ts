@@ -1,5 +1,6 @@
 import type { CryptoKey, JWK } from 'jose';
 import type { Config } from '../config.js';
+import type { JwtAlgorithm } from './jwt-algorithms.js';
 
 /**
  * The timeline of the JWT signing keys, on the database's clock. A key is
@@ -44,6 +45,8 @@ export interface TimelineKey {
   publishedAt: number;
   signsFrom: number;
   retiredAt: number | null;
+  /** The key's own algorithm: it signs and verifies with this one only. */
+  alg: JwtAlgorithm;
   privateKey: CryptoKey;
   publicKey: CryptoKey;
   jwk: JWK;

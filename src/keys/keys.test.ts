@@ -45,9 +45,10 @@ describe('JWT keys in the database, JWKS and rotation', () => {
     assert.equal(response.headers['cache-control'], 'public, max-age=120');
     const { keys: published } = response.json() as { keys: Record<string, string>[] };
     assert.equal(published.length, 1);
-    assert.deepEqual(Object.keys(published[0]!).sort(), ['alg', 'crv', 'kid', 'kty', 'use', 'x']);
+    // JWT_ALGORITHM's default: an EC P-256 key for ES256 (other algorithms: jwt-libraries.test.ts).
+    assert.deepEqual(Object.keys(published[0]!).sort(), ['alg', 'crv', 'kid', 'kty', 'use', 'x', 'y']);
     assert.equal(published[0]!.kid, keys.signing.kid);
-    assert.equal(published[0]!.alg, 'EdDSA');
+    assert.equal(published[0]!.alg, 'ES256');
     assert.equal(published[0]!.use, 'sig');
     const { rows } = await db.query<{ private_key_encrypted: string }>(`SELECT private_key_encrypted FROM jwt_signing_keys`);
     assert.match(rows[0]!.private_key_encrypted, /^v1\./, 'the private key is stored encrypted');

@@ -45,7 +45,7 @@ async function statusesFor(authorization: string | undefined): Promise<{ status:
 }
 
 /** A token signed with the service's own key, with the given header and claims changed. */
-async function signed(header: Record<string, unknown>, changes: JWTPayload, key = keys.JWT_PRIVATE_KEY!, alg = 'EdDSA'): Promise<string> {
+async function signed(header: Record<string, unknown>, changes: JWTPayload, key = keys.JWT_PRIVATE_KEY!, alg = 'ES256'): Promise<string> {
   const payload: JWTPayload = { ...claims, jti: randomUUID(), ...changes };
   for (const [name, value] of Object.entries(payload)) if (value === undefined) delete payload[name];
   return new SignJWT(payload).setProtectedHeader({ alg, typ: 'at+jwt', kid: keys.JWT_KEY_ID, ...header } as { alg: string }).sign(await importPKCS8(key, alg));
@@ -67,6 +67,7 @@ test('JWT attack matrix: every forged, altered, expired or misplaced token gets 
     const body = b64({ ...claims, jti: randomUUID() });
     return `${head}.${body}.${createHmac('sha256', secret).update(`${head}.${body}`).digest('base64url')}`;
   };
+  const otherP256 = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
   const otherEd25519 = generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
   const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
 
@@ -84,10 +85,13 @@ test('JWT attack matrix: every forged, altered, expired or misplaced token gets 
     'HS256 keyed with the public key bytes': `Bearer ${hs256(Buffer.from(publicJwk.x!, 'base64url'))}`,
     'HS256 keyed with the public JWK': `Bearer ${hs256(JSON.stringify(publicJwk))}`,
     'RS256 with an attacker key': `Bearer ${await signed({}, {}, rsa, 'RS256')}`,
+    'EdDSA with an attacker key': `Bearer ${await signed({}, {}, otherEd25519, 'EdDSA')}`,
+    'header alg changed to EdDSA, signature kept': `Bearer ${b64({ alg: 'EdDSA', typ: 'at+jwt', kid: keys.JWT_KEY_ID })}.${payloadPart}.${signaturePart}`,
+    'header alg changed to ES384, signature kept': `Bearer ${b64({ alg: 'ES384', typ: 'at+jwt', kid: keys.JWT_KEY_ID })}.${payloadPart}.${signaturePart}`,
     'tampered payload (seller_id 2)': `Bearer ${headerPart}.${b64({ ...claims, seller_id: 2 })}.${signaturePart}`,
     'tampered payload (role admin)': `Bearer ${headerPart}.${b64({ ...claims, role: 'admin' })}.${signaturePart}`,
-    'tampered header (kid)': `Bearer ${b64({ alg: 'EdDSA', typ: 'at+jwt', kid: 'other' })}.${payloadPart}.${signaturePart}`,
-    'wrong key, same kid': `Bearer ${await signed({}, {}, otherEd25519)}`,
+    'tampered header (kid)': `Bearer ${b64({ alg: 'ES256', typ: 'at+jwt', kid: 'other' })}.${payloadPart}.${signaturePart}`,
+    'wrong key, same kid': `Bearer ${await signed({}, {}, otherP256)}`,
     'wrong typ JWT': `Bearer ${await signed({ typ: 'JWT' }, {})}`,
     'typ of a refresh token': `Bearer ${await signed({ typ: 'rt+jwt' }, {})}`,
     'no typ': `Bearer ${await signed({ typ: undefined }, {})}`,
@@ -100,7 +104,7 @@ test('JWT attack matrix: every forged, altered, expired or misplaced token gets 
     'unknown kid': `Bearer ${await signed({ kid: 'unknown-kid' }, {})}`,
     'no kid': `Bearer ${await signed({ kid: undefined }, {})}`,
     'jku pointing elsewhere': `Bearer ${await signed({ kid: 'x', jku: 'http://127.0.0.1:1/jwks.json' }, {})}`,
-    'embedded jwk': `Bearer ${await signed({ kid: undefined, jwk: createPublicKey(otherEd25519).export({ format: 'jwk' }) }, {}, otherEd25519)}`,
+    'embedded jwk': `Bearer ${await signed({ kid: undefined, jwk: createPublicKey(otherP256).export({ format: 'jwk' }) }, {}, otherP256)}`,
     'refresh token as bearer': `Bearer ${tokens.refresh_token}`,
     'truncated signature': `Bearer ${tokens.token.slice(0, -6)}`,
     'truncated to header and payload': `Bearer ${headerPart}.${payloadPart}`,

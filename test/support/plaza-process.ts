@@ -24,7 +24,8 @@ export function freePort(): Promise<number> {
 /** Keys shared by every process of one test, so a token issued by one verifies on the others. */
 export function sharedKeyEnv(): Record<string, string> {
   return {
-    JWT_PRIVATE_KEY: generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(),
+    // A P-256 key: ES256, JWT_ALGORITHM's default.
+    JWT_PRIVATE_KEY: generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(),
     JWT_KEY_ID: `rel-${randomBytes(4).toString('hex')}`,
     SECRETS_KEY: randomBytes(32).toString('base64'),
   };
