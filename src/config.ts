@@ -71,6 +71,7 @@ export const ConfigSchema = Type.Object({
   ACCESS_TOKEN_TTL_SECONDS: Seconds(900, 'Lifetime of an access token (spec: 900).', 60),
   JWT_CLOCK_TOLERANCE_SECONDS: Integer(5, 'Leeway for exp/iat/nbf when verifying access tokens.', 0, 300),
   REFRESH_TOKEN_TTL_SECONDS: Seconds(604_800, 'Lifetime of a refresh token from its issue (spec: 7 days).', 60),
+  DPOP_PROOF_WINDOW_SECONDS: Integer(60, 'A DPoP proof (RFC 9449) is accepted while its iat is at most this far from the server\'s time, either way (clients\' clocks drift); its jti is remembered that long, so that it cannot be presented twice.', 1, 300),
   REFRESH_REUSE_GRACE_SECONDS: Integer(0, 'Seconds after a rotation during which the same refresh token returns the same successor instead of counting as reuse. 0 is the spec rule.', 0, 300),
   LOGIN_FREE_FAILURES_PER_USER_IP: Integer(3, 'Consecutive failures per (user, IP) before cooldowns start.', 0),
   LOGIN_FAILURES_PER_USER_PER_HOUR: Integer(10, 'Failures per user over all IPs within an hour after which every (user, IP) gets only one free failure. Never refuses by itself, so nobody can lock a user out.', 1),
