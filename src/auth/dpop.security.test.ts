@@ -315,3 +315,37 @@ describe('DPoP (RFC 9449) under attack', () => {
     assert.equal(await storedProofs(), 0);
   });
 });
+
+describe('DPoP htu behind a reverse proxy', () => {
+  const publicUrl = 'https://api.example.com/api/v2/auth/login';
+  const forwarded = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'api.example.com' };
+
+  async function loginThroughProxy(env: Record<string, string>, htu: string) {
+    const ctx = await createTestApp(env);
+    try {
+      const user = await seedUser(ctx.db);
+      const key = await clientKey();
+      const dpop = await new SignJWT({ htm: 'POST', htu, jti: randomUUID() })
+        .setProtectedHeader({ alg: key.alg, typ: 'dpop+jwt', jwk: key.jwk })
+        .setIssuedAt(Math.floor(ctx.clock.now().getTime() / 1000))
+        .sign(key.privateKey);
+      // Fastify's inject comes from 127.0.0.1.
+      return await postLogin(ctx, { username: user.username, password: user.password }, { ...forwarded, dpop });
+    } finally {
+      await ctx.close();
+    }
+  }
+
+  test('the scheme and host of X-Forwarded-Proto/-Host count when the proxy is trusted (TRUST_PROXY)', async () => {
+    const response = await loginThroughProxy({ TRUST_PROXY: '127.0.0.1' }, publicUrl);
+    assert.equal(response.statusCode, 200, response.body);
+    assert.equal(response.json().token_type, 'DPoP');
+  });
+
+  test('from a peer that is not trusted they are ignored: a proof for the forwarded URL is refused, one for the URL reached is accepted', async () => {
+    const spoofed = await loginThroughProxy({}, publicUrl);
+    assert.equal(spoofed.statusCode, 401);
+    assert.equal(spoofed.json().code, 'invalid_dpop_proof');
+    assert.equal((await loginThroughProxy({}, LOGIN)).statusCode, 200);
+  });
+});
