@@ -88,6 +88,7 @@ export const ConfigSchema = Type.Object({
   }),
   SESSION_CHECK_CACHE_SECONDS: Integer(5, 'With ACCESS_TOKEN_REVOCATION=session: how long each process reuses its last answer about a session, so at most one query per session per this many seconds per process; an ended session\'s access tokens are refused within this time. 0: a query for every request (concurrent requests of one session share one).', 0, 300),
   REFRESH_TOKEN_TTL_SECONDS: Seconds(604_800, 'Lifetime of a refresh token from its issue (spec: 7 days).', 60),
+  DPOP_PROOF_WINDOW_SECONDS: Integer(60, 'A DPoP proof (RFC 9449) is accepted while its iat is at most this far from the server\'s time, either way (clients\' clocks drift); its jti is remembered that long, so that it cannot be presented twice.', 1, 300),
   REFRESH_REUSE_GRACE_SECONDS: Integer(0, 'Seconds after a rotation during which the same refresh token returns the same successor instead of counting as reuse. 0 is the spec rule.', 0, 300),
   ARGON2_MAX_IN_PROGRESS: Integer(32, 'Password hashes and verifications (argon2id, ≈12 ms and 19 MiB each) one process runs or has waiting for a thread at once, over logins (API and portal), password changes, user creations and resets. Past it a request needing one is refused at once with 503 service_unavailable and Retry-After: 1, never queued, so that a flood of logins from many addresses cannot make every login wait behind it.', 1, 10_000),
   LOGIN_FREE_FAILURES_PER_USER_IP: Integer(3, 'Consecutive failures per (user, IP) before cooldowns start.', 0),

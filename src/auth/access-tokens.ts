@@ -15,6 +15,8 @@ export interface UserPrincipal {
   marketplaceCode: string | null;
   tokenId: string;
   apiKeyId?: undefined;
+  /** The thumbprint of the DPoP key the token is bound to (`cnf.jkt`), absent for a Bearer token. */
+  dpopJkt?: string;
 }
 
 /**
@@ -41,6 +43,7 @@ interface AccessClaims extends JWTPayload {
   seller_id: number;
   role: Role;
   mkt?: string;
+  cnf?: { jkt: string };
 }
 
 export type TokenSubject = Omit<UserPrincipal, 'tokenId' | 'apiKeyId'>;
@@ -54,6 +57,8 @@ export async function issueAccessToken(keys: Keys, config: Config, subject: Toke
   const iat = Math.floor(now.getTime() / 1000);
   const claims: AccessClaims = { sid: subject.sessionId, seller_id: subject.sellerId, role: subject.role };
   if (subject.marketplaceCode) claims.mkt = subject.marketplaceCode;
+  // RFC 9449 §6.1: a token of a DPoP-bound session names the key (authenticate.ts asks for its proof).
+  if (subject.dpopJkt) claims.cnf = { jkt: subject.dpopJkt };
   return new SignJWT(claims)
     .setProtectedHeader({ alg: signing.alg, typ: ACCESS_TOKEN_TYPE, kid: signing.kid })
     .setIssuer(config.JWT_ISSUER)
@@ -89,6 +94,9 @@ interface Verified {
   validUntil: number;
 }
 
+/** A SHA-256 JWK thumbprint, base64url (RFC 7638). */
+const JKT = /^[A-Za-z0-9_-]{43}$/;
+
 /** A seller id as the token carries it: 0 (no seller, an admin) or a seller's id. */
 const isInt32Id = (value: unknown): value is number => Number.isInteger(value) && (value as number) >= 0 && (value as number) <= MAX_INT32;
 
@@ -122,6 +130,8 @@ async function verifyWithWindow(keys: Keys, config: Config, token: string, now: 
     if (!(userId <= MAX_INT32) || !isInt32Id(payload.seller_id) || typeof payload.sid !== 'string' || !SESSION_ID.test(payload.sid) || !['seller', 'marketplace', 'admin'].includes(payload.role)) {
       throw new InvalidAccessTokenError('malformed claims');
     }
+    const cnf = payload.cnf;
+    if (cnf !== undefined && (typeof cnf !== 'object' || cnf === null || typeof cnf.jkt !== 'string' || !JKT.test(cnf.jkt))) throw new InvalidAccessTokenError('malformed cnf');
     if (payload.exp! - payload.iat! > config.ACCESS_TOKEN_TTL_SECONDS) throw new InvalidAccessTokenError('lifetime longer than ACCESS_TOKEN_TTL_SECONDS');
     const leewayMs = config.JWT_CLOCK_TOLERANCE_SECONDS * 1000;
     return {
@@ -132,6 +142,7 @@ async function verifyWithWindow(keys: Keys, config: Config, token: string, now: 
         role: payload.role,
         marketplaceCode: typeof payload.mkt === 'string' ? payload.mkt : null,
         tokenId: String(payload.jti),
+        ...(cnf ? { dpopJkt: cnf.jkt } : {}),
       },
       validFrom: Math.max(payload.iat!, payload.nbf ?? -Infinity) * 1000 - leewayMs,
       validUntil: payload.exp! * 1000 + leewayMs,

@@ -21,7 +21,7 @@ describe('pruneAuthRecords', () => {
     ctx.clock.advanceSeconds(ttl + 60);
     const fresh = await loginOk(ctx, user);
 
-    assert.deepEqual(await pruneAuthRecords(ctx.db, ctx.clock.now(), retention), { refreshTokens: 0, sessions: 0, events: 0 });
+    assert.deepEqual(await pruneAuthRecords(ctx.db, ctx.clock.now(), retention), { refreshTokens: 0, sessions: 0, events: 0, dpopProofs: 0 });
     assert.equal((await refreshTokensOf(ctx, user.id)).length, 3);
 
     // The old tokens are now expired for more than a lifetime; the fresh one is still valid.

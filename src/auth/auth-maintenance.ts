@@ -10,10 +10,10 @@ export interface AuthRetention {
 
 /**
  * Removes what no rule needs any more: refresh tokens expired for more than one lifetime, sessions
- * left without tokens, and audit events older than the retention. In batches, so that a backlog
+ * left without tokens, audit events older than the retention, and DPoP proofs past their window. In batches, so that a backlog
  * never holds long locks. Meant for the periodic maintenance of the worker or the CLI.
  */
-export async function pruneAuthRecords(db: Queryable, now: Date, retention: AuthRetention): Promise<{ refreshTokens: number; sessions: number; events: number }> {
+export async function pruneAuthRecords(db: Queryable, now: Date, retention: AuthRetention): Promise<{ refreshTokens: number; sessions: number; events: number; dpopProofs: number }> {
   const tokenCutoff = new Date(now.getTime() - retention.refreshTokenTtlSeconds * 1000);
   const eventCutoff = new Date(now.getTime() - retention.auditRetentionDays * 86_400_000);
   const refreshTokens = await deleteInBatches(
@@ -30,5 +30,7 @@ export async function pruneAuthRecords(db: Queryable, now: Date, retention: Auth
     tokenCutoff,
   );
   const events = await deleteInBatches(db, `DELETE FROM auth_events WHERE id IN (SELECT id FROM auth_events WHERE created_at < $1 LIMIT ${BATCH})`, eventCutoff);
-  return { refreshTokens, sessions, events };
+  // A proof whose iat left the window is refused by its age; its row has nothing left to stop.
+  const dpopProofs = await deleteInBatches(db, `DELETE FROM dpop_proofs WHERE key IN (SELECT key FROM dpop_proofs WHERE expires_at < $1 LIMIT ${BATCH})`, now);
+  return { refreshTokens, sessions, events, dpopProofs };
 }

@@ -2,8 +2,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { FeatureDeps } from '../deps.js';
 import { credentialsBodyLimit } from '../http/body-limits.js';
-import { problemResponses } from '../http/openapi.js';
+import { problemResponses, responseHeaders } from '../http/openapi.js';
 import { authenticate, userPrincipalOf } from './authenticate.js';
+import { tokenRequestProof } from './dpop-proof.js';
 import { createLoginGuards, login } from './login.service.js';
 import { prepareDummyHash } from './passwords.js';
 import { refresh } from './refresh.service.js';
@@ -16,12 +17,15 @@ import { UserName } from '../accounts/user-name.js';
 
 const TokenPairSchema = Type.Object(
   {
-    token: Type.String({ description: 'Access token (JWT, typ at+jwt, signed with ES256 by default, or EdDSA or RS256: the alg of its key in the JWKS).' }),
+    token: Type.String({ description: 'Access token (JWT, typ at+jwt, signed with ES256 by default, or EdDSA or RS256: the alg of its key in the JWKS). A DPoP-bound one carries cnf.jkt.' }),
     refresh_token: Type.String({ description: 'Opaque refresh token; single use, rotated at each refresh.' }),
     user_id: Type.Integer(),
     user_name: Type.String(),
     seller_id: Type.Integer({ description: 'The seller in whose context later requests run.' }),
     expires_in: Type.Integer({ description: 'Lifetime of the access token in seconds (900).' }),
+    token_type: Type.Enum(['Bearer', 'DPoP'], {
+      description: '`DPoP` when the request carried a DPoP proof (or the session was bound by one before): send the access token as `Authorization: DPoP <token>` with a proof, and refresh with a proof of the same key. `Bearer` otherwise.',
+    }),
   },
   { additionalProperties: false },
 );
@@ -30,6 +34,18 @@ const LoginBody = Type.Object({
   username: UserName,
   password: Type.String({ minLength: 1, maxLength: 1024 }),
 });
+
+// RFC 9449: a login or refresh that carries a proof binds the session to the proof's key.
+const DpopHeaders = Type.Object({
+  dpop: Type.Optional(
+    Type.String({
+      description: 'A DPoP proof (RFC 9449): a JWT of typ dpop+jwt signed by the client\'s key (ES256, ES384, EdDSA, RS256, PS256), its public key in the header, with jti, htm POST, htu this URL and iat. Binds the session to that key; on refresh of a bound session it is required, from the same key.',
+    }),
+  ),
+});
+
+// A refused proof is 401 invalid_dpop_proof with the DPoP challenge.
+const proofRefusal = () => ({ 401: responseHeaders(problemResponses(401)[401] as object, 'WWW-Authenticate') });
 
 // Malformed but present tokens are a 401 (like unknown ones), not a 400.
 const RefreshBody = Type.Object({ refresh_token: Type.String({ minLength: 1, maxLength: 1024 }) });
@@ -51,13 +67,16 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
         operationId: 'login',
         tags: ['auth'],
         summary: 'Log in with user name and password',
-        description: 'Returns an access token and a refresh token. 429 carries Retry-After and retry_after while a login limit cools down; 503 with Retry-After when too many password checks are in progress in the process (ARGON2_MAX_IN_PROGRESS).',
+        description: 'Returns an access token and a refresh token. 429 carries Retry-After and retry_after while a login limit cools down; 503 with Retry-After when too many password checks are in progress in the process (ARGON2_MAX_IN_PROGRESS). With a DPoP header the session is bound to the proof\'s key (token_type DPoP); a bad proof is 401 invalid_dpop_proof.',
+        headers: DpopHeaders,
         body: LoginBody,
-        response: { 200: TokenPairSchema, ...problemResponses(400, 401, 403, 429, 503) },
+        response: { 200: TokenPairSchema, ...problemResponses(400, 401, 403, 429, 503), ...proofRefusal() },
       },
     },
     async (request, reply) => {
-      const result = await login(deps, guards, { ...request.body, origin: originOf(request) });
+      // Checked before the password (no database work): a bad proof costs no verification.
+      const dpop = await tokenRequestProof(request, deps.clock.now(), deps.config.DPOP_PROOF_WINDOW_SECONDS);
+      const result = await login(deps, guards, { ...request.body, origin: originOf(request), ...(dpop ? { dpop } : {}) });
       return reply.header('cache-control', 'no-store').send(result);
     },
   );
@@ -70,13 +89,15 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
         operationId: 'refreshTokens',
         tags: ['auth'],
         summary: 'Rotate the refresh token',
-        description: 'Revokes the presented refresh token (reason rotated) and returns a new pair. A rotated token presented again while its session is open revokes every refresh token of the user (401); a token of an ended session (logout, revoke-all, password change, deactivation, an earlier reuse) is only 401. Any token of a disabled user, or of a user of a deactivated seller or marketplace, is 403 user_inactive.',
+        description: 'Revokes the presented refresh token (reason rotated) and returns a new pair. A rotated token presented again while its session is open revokes every refresh token of the user (401); a token of an ended session (logout, revoke-all, password change, deactivation, an earlier reuse) is only 401. Any token of a disabled user, or of a user of a deactivated seller or marketplace, is 403 user_inactive. A token of a DPoP-bound session needs a DPoP proof of its key (401 invalid_dpop_proof otherwise; the token is not consumed).',
+        headers: DpopHeaders,
         body: RefreshBody,
-        response: { 200: TokenPairSchema, ...problemResponses(400, 401, 403, 503) },
+        response: { 200: TokenPairSchema, ...problemResponses(400, 401, 403, 503), ...proofRefusal() },
       },
     },
     async (request, reply) => {
-      const result = await refresh(deps, request.body.refresh_token, originOf(request));
+      const dpop = await tokenRequestProof(request, deps.clock.now(), deps.config.DPOP_PROOF_WINDOW_SECONDS);
+      const result = await refresh(deps, request.body.refresh_token, originOf(request), dpop);
       return reply.header('cache-control', 'no-store').send(result);
     },
   );

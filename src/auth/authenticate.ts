@@ -8,6 +8,8 @@ import { AccessTokenVerifier, InvalidAccessTokenError, type Principal, type User
 import { isWellFormedApiKey } from './api-keys.js';
 import { authenticateApiKey } from './api-keys.service.js';
 import { SessionLiveness } from './session-liveness.js';
+import { DPOP_CHALLENGE, invalidDpopProof, requestUrl, verifyDpopProof } from './dpop-proof.js';
+import { recordProof, replayedProof } from './dpop-replay.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -17,11 +19,19 @@ declare module 'fastify' {
 
 const API_KEY_BEARER = /^Bearer (plz_.*)$/i;
 const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*)$/i;
+// RFC 9449 §7.1: a DPoP-bound access token (auth schemes are case-insensitive, RFC 9110).
+const DPOP = /^DPoP ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*)$/i;
 
 /** 401 for a credential that is not (or no longer) good, with the header RFC 6750 asks for. */
 export function unauthorized(detail: string): AppError {
   return new AppError('unauthorized', detail, { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
 }
+
+/** RFC 9449 §7.2: a bound token presented as a bearer token is refused, with the DPoP challenge. */
+const boundTokenAsBearer = () =>
+  new AppError('unauthorized', 'This access token is bound to a DPoP key: send it as Authorization: DPoP <token> with a DPoP proof.', {
+    headers: { 'www-authenticate': `DPoP error="invalid_token", ${DPOP_CHALLENGE.slice('DPoP '.length)}` },
+  });
 
 export const USER_GONE = 'The user of this access token no longer exists.';
 
@@ -72,11 +82,14 @@ export function authenticate({ keys, config, clock, db }: FeatureDeps) {
       request.principal = await authenticateApiKey(db, apiKey, clock.now(), config.API_KEY_LAST_USED_RESOLUTION_SECONDS);
       return;
     }
-    const match = BEARER.exec(header);
-    if (!match) throw unauthorized('The Authorization header does not carry a bearer access token.');
-    let principal: Principal;
+    const bearer = BEARER.exec(header);
+    const dpop = bearer ? null : DPOP.exec(header);
+    const token = (bearer ?? dpop)?.[1];
+    if (token === undefined) throw unauthorized('The Authorization header does not carry a bearer access token.');
+    const now = clock.now();
+    let principal: UserPrincipal;
     try {
-      principal = await tokens.verify(match[1]!, clock.now());
+      principal = await tokens.verify(token, now);
     } catch (error) {
       if (error instanceof InvalidAccessTokenError) throw unauthorized('The access token is invalid or expired.');
       throw error;
@@ -84,9 +97,18 @@ export function authenticate({ keys, config, clock, db }: FeatureDeps) {
     // Opt-in (ACCESS_TOKEN_REVOCATION=session): an ended session ends its access tokens within
     // SESSION_CHECK_CACHE_SECONDS, not at their expiry; a cache hit costs no query.
     if (sessions && !(await sessions.isAlive(principal.sessionId, principal.userId))) throw unauthorized(SESSION_ENDED);
+    // A bound token is only half a credential: the other half is the key, shown by a proof.
+    if (bearer && principal.dpopJkt !== undefined) throw boundTokenAsBearer();
+    if (dpop && principal.dpopJkt === undefined) throw unauthorized('This access token is not bound to a DPoP key: send it as Authorization: Bearer <token>.');
     // The token itself is stateless; its tenant's state is not: a deactivated seller or
     // marketplace is refused from the next request on, in every process (one primary-key probe).
     if (!(await isPrincipalTenantActive(db, principal))) throw unauthorized(`The ${inactiveTenantOf(principal.role)} of this access token is deactivated.`);
+    if (dpop) {
+      const proof = await verifyDpopProof(request.headers.dpop, { method: request.method, url: requestUrl(request), accessToken: token, now, windowSeconds: config.DPOP_PROOF_WINDOW_SECONDS });
+      if (proof.jkt !== principal.dpopJkt) throw invalidDpopProof('The DPoP proof is signed with another key than the one the access token is bound to.');
+      // Last, once token and proof are good: only their holder writes to the replay store.
+      if (!(await recordProof(db, proof))) throw replayedProof();
+    }
     request.principal = principal;
   };
 }

@@ -4,6 +4,8 @@ import type { FeatureDeps } from '../deps.js';
 import { AppError } from '../http/errors.js';
 import { lockAccount } from './account-lock.js';
 import { recordAuthEvent, type RequestOrigin } from './auth-events.repository.js';
+import type { VerifiedProof } from './dpop-proof.js';
+import { recordProof, replayedProof } from './dpop-replay.js';
 import { findLoginAccount } from './login-account.js';
 import { createLoginLimiter, type LoginLimiter } from './login-limits.js';
 import { needsRehash, reservePasswordWork } from './passwords.js';
@@ -16,6 +18,8 @@ export interface LoginInput {
   username: string;
   password: string;
   origin: RequestOrigin;
+  /** A valid DPoP proof sent with the login: the session is bound to its key. */
+  dpop?: VerifiedProof;
 }
 
 // One body for every "no" before the password is known to be right: unknown user, wrong
@@ -109,7 +113,10 @@ export async function login(deps: FeatureDeps, guards: LoginGuards, input: Login
     if (account.password_hash !== verifiedHash) return 'password_changed';
     if (!account.active) return 'user_inactive';
     if (!account.tenant_active) return 'tenant_inactive';
-    await insertSession(tx, { id: sessionId, userId: user.id, now, userAgent: origin.userAgent, ip: origin.ip });
+    // Recorded only now, after a correct password: nobody fills the replay store without one.
+    if (input.dpop && !(await recordProof(tx, input.dpop))) return 'dpop_proof_replayed';
+    const dpopJkt = input.dpop?.jkt ?? null;
+    await insertSession(tx, { id: sessionId, userId: user.id, now, userAgent: origin.userAgent, ip: origin.ip, dpopJkt });
     await insertRefreshToken(tx, {
       hash: hashRefreshToken(refreshToken),
       sessionId,
@@ -127,7 +134,8 @@ export async function login(deps: FeatureDeps, guards: LoginGuards, input: Login
     await recordAuthEvent(db, { type: 'login_failed', at: now, origin, ...who, detail: { reason: refusal } });
     if (refusal === 'user_inactive') throw new AppError('user_inactive', 'The user is disabled.');
     if (refusal === 'tenant_inactive') throw new AppError('user_inactive', `The user's ${inactiveTenantOf(user.role)} is deactivated.`);
+    if (refusal === 'dpop_proof_replayed') throw replayedProof();
     throw invalidCredentials();
   }
-  return tokenPair(deps, user, sessionId, refreshToken, now);
+  return tokenPair(deps, user, sessionId, refreshToken, now, input.dpop?.jkt ?? null);
 }

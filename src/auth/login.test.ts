@@ -20,11 +20,12 @@ describe('POST /api/v2/auth/login', () => {
     assert.equal(response.statusCode, 200);
     assert.equal(response.headers['cache-control'], 'no-store');
     const body = response.json();
-    assert.deepEqual(Object.keys(body).sort(), ['expires_in', 'refresh_token', 'seller_id', 'token', 'user_id', 'user_name']);
+    assert.deepEqual(Object.keys(body).sort(), ['expires_in', 'refresh_token', 'seller_id', 'token', 'token_type', 'user_id', 'user_name']);
     assert.equal(body.user_id, user.id);
     assert.equal(body.user_name, user.username);
     assert.equal(body.seller_id, 7);
     assert.equal(body.expires_in, 900);
+    assert.equal(body.token_type, 'Bearer');
     assert.match(body.refresh_token, /^[A-Za-z0-9_-]{43}$/);
 
     const claims = claimsOf(body.token);

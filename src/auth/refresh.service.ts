@@ -1,9 +1,12 @@
 import type { FeatureDeps } from '../deps.js';
 import { AppError } from '../http/errors.js';
 import { recordAuthEvent, type RequestOrigin } from './auth-events.repository.js';
+import { invalidDpopProof, type VerifiedProof } from './dpop-proof.js';
+import { recordProof, replayedProof } from './dpop-replay.js';
 import { hashRefreshToken, isWellFormedRefreshToken, successorOf } from './refresh-tokens.js';
 import {
   claimReplayAudit,
+  bindSession,
   insertRefreshToken,
   isActiveSuccessor,
   lockRefreshToken,
@@ -15,8 +18,10 @@ import {
 import { refreshExpiry, tokenPair, type TokenOwner, type TokenPair } from './token-pair.js';
 
 type Outcome =
-  | { kind: 'issued'; owner: TokenOwner; sessionId: string; refreshToken: string }
+  | { kind: 'issued'; owner: TokenOwner; sessionId: string; refreshToken: string; dpopJkt: string | null }
   | { kind: 'invalid' }
+  | { kind: 'proof_required' }
+  | { kind: 'proof_replayed' }
   | { kind: 'reuse' }
   | { kind: 'inactive' };
 
@@ -31,7 +36,7 @@ const invalidRefreshToken = () => new AppError('invalid_refresh_token', 'The ref
  * an outcome instead of throwing, because the reuse branch's revocations must commit although the
  * request fails.
  */
-export async function refresh(deps: FeatureDeps, presented: string, origin: RequestOrigin): Promise<TokenPair> {
+export async function refresh(deps: FeatureDeps, presented: string, origin: RequestOrigin, dpop?: VerifiedProof): Promise<TokenPair> {
   const { db, config, keys, clock } = deps;
   if (!isWellFormedRefreshToken(presented)) throw invalidRefreshToken();
   const now = clock.now();
@@ -39,6 +44,10 @@ export async function refresh(deps: FeatureDeps, presented: string, origin: Requ
   const outcome = await db.transaction(async (tx): Promise<Outcome> => {
     const row = await lockRefreshToken(tx, hashRefreshToken(presented));
     if (!row) return { kind: 'invalid' };
+    // A token of a bound session is worth nothing without the key, whatever its state: refused
+    // before anything else, and nothing changes (not rotated, no reuse sweep), so that someone who
+    // stole only the token can neither use it nor end the user's sessions with it.
+    if (row.dpop_jkt !== null && dpop?.jkt !== row.dpop_jkt) return { kind: 'proof_required' };
     // A disabled user (or one of a deactivated seller or marketplace) is told so, whatever the
     // token's state: the deactivation revoked every token of the user, and presenting one of them
     // afterwards is a stale client, not a stolen token (nothing is left to revoke either).
@@ -48,9 +57,10 @@ export async function refresh(deps: FeatureDeps, presented: string, origin: Requ
 
     if (row.revoked_at) {
       if (await withinGrace(tx, row, successor, now, config.REFRESH_REUSE_GRACE_SECONDS)) {
+        if (!(await acceptProof(tx, row, dpop))) return { kind: 'proof_replayed' };
         await touchSession(tx, row.session_id, now);
         await recordAuthEvent(tx, { type: 'refresh_rotated', at: now, origin, userId: row.user_id, username: row.username, sessionId: row.session_id, detail: { grace_replay: true } });
-        return { kind: 'issued', owner, sessionId: row.session_id, refreshToken: successor };
+        return { kind: 'issued', owner, sessionId: row.session_id, refreshToken: successor, dpopJkt: dpop?.jkt ?? null };
       }
       // A token of a session that has ended (revoked for reuse already, by logout, revoke-all, a
       // password change or reset, a deactivation) is merely invalid: that ending revoked the whole
@@ -79,6 +89,7 @@ export async function refresh(deps: FeatureDeps, presented: string, origin: Requ
     }
     // An expired token is simply no longer valid: nothing is revoked.
     if (row.expires_at.getTime() <= now.getTime()) return { kind: 'invalid' };
+    if (!(await acceptProof(tx, row, dpop))) return { kind: 'proof_replayed' };
 
     await revokeRefreshToken(tx, row.id, 'rotated', now);
     await insertRefreshToken(tx, {
@@ -91,18 +102,34 @@ export async function refresh(deps: FeatureDeps, presented: string, origin: Requ
     });
     await touchSession(tx, row.session_id, now);
     await recordAuthEvent(tx, { type: 'refresh_rotated', at: now, origin, userId: row.user_id, username: row.username, sessionId: row.session_id });
-    return { kind: 'issued', owner, sessionId: row.session_id, refreshToken: successor };
+    return { kind: 'issued', owner, sessionId: row.session_id, refreshToken: successor, dpopJkt: dpop?.jkt ?? null };
   });
 
   switch (outcome.kind) {
     case 'issued':
-      return tokenPair(deps, outcome.owner, outcome.sessionId, outcome.refreshToken, now);
+      return tokenPair(deps, outcome.owner, outcome.sessionId, outcome.refreshToken, now, outcome.dpopJkt);
+    case 'proof_required':
+      throw invalidDpopProof('This refresh token is bound to a DPoP key: send a DPoP proof signed with that key.');
+    case 'proof_replayed':
+      throw replayedProof();
     case 'inactive':
       throw new AppError('user_inactive', 'The user is disabled.');
     case 'invalid':
     case 'reuse':
       throw invalidRefreshToken();
   }
+}
+
+/**
+ * A refresh with a proof, of a token that will be rotated: the proof is recorded (a replay is
+ * refused before anything changes), and a Bearer session is bound to its key from now on (RFC 9449
+ * lets a client start sending proofs on a refresh).
+ */
+async function acceptProof(tx: Parameters<typeof lockRefreshToken>[0], row: LockedRefreshToken, dpop: VerifiedProof | undefined): Promise<boolean> {
+  if (!dpop) return true;
+  if (!(await recordProof(tx, dpop))) return false;
+  if (row.dpop_jkt === null) await bindSession(tx, row.session_id, dpop.jkt);
+  return true;
 }
 
 /**

@@ -22,7 +22,7 @@ describe('POST /api/v2/auth/refresh', () => {
     assert.equal(response.statusCode, 200);
     assert.equal(response.headers['cache-control'], 'no-store');
     const second = response.json();
-    assert.deepEqual(Object.keys(second).sort(), ['expires_in', 'refresh_token', 'seller_id', 'token', 'user_id', 'user_name']);
+    assert.deepEqual(Object.keys(second).sort(), ['expires_in', 'refresh_token', 'seller_id', 'token', 'token_type', 'user_id', 'user_name']);
     assert.equal(second.user_id, user.id);
     assert.equal(second.user_name, user.username);
     assert.equal(second.seller_id, 3);

@@ -17,6 +17,8 @@ export interface LockedRefreshToken {
   user_active: boolean;
   /** When the token's session (its family: the login and every rotation from it) ended; null while open. */
   session_revoked_at: Date | null;
+  /** The DPoP key thumbprint the token's session is bound to; null for a Bearer session. */
+  dpop_jkt: string | null;
 }
 
 export interface SessionRow {
@@ -29,12 +31,17 @@ export interface SessionRow {
 
 export async function insertSession(
   db: Queryable,
-  session: { id: string; userId: number; now: Date; userAgent: string | null; ip: string },
+  session: { id: string; userId: number; now: Date; userAgent: string | null; ip: string; dpopJkt: string | null },
 ): Promise<void> {
   await db.query(
-    `INSERT INTO sessions (id, user_id, created_at, last_used_at, user_agent, ip) VALUES ($1, $2, $3, $3, $4, $5)`,
-    [session.id, session.userId, session.now, session.userAgent, session.ip],
+    `INSERT INTO sessions (id, user_id, created_at, last_used_at, user_agent, ip, dpop_jkt) VALUES ($1, $2, $3, $3, $4, $5, $6)`,
+    [session.id, session.userId, session.now, session.userAgent, session.ip, session.dpopJkt],
   );
+}
+
+/** Binds a Bearer session to a DPoP key (its first refresh with a proof); a bound session keeps its key. */
+export async function bindSession(tx: Queryable, sessionId: string, jkt: string): Promise<void> {
+  await tx.query(`UPDATE sessions SET dpop_jkt = $2 WHERE id = $1 AND dpop_jkt IS NULL`, [sessionId, jkt]);
 }
 
 export async function insertRefreshToken(
@@ -81,7 +88,7 @@ export async function lockRefreshToken(tx: Queryable, hash: Buffer): Promise<Loc
   // updates the rows that lockAccount holds.
   const { rows } = await tx.query<Omit<LockedRefreshToken, 'user_active'>>(
     `SELECT rt.id, rt.session_id, rt.user_id, rt.expires_at, rt.revoked_at, rt.revoked_reason,
-            u.username, u.seller_id, u.role, u.marketplace_code, s.revoked_at AS session_revoked_at
+            u.username, u.seller_id, u.role, u.marketplace_code, s.revoked_at AS session_revoked_at, s.dpop_jkt
        FROM refresh_tokens rt JOIN users u ON u.id = rt.user_id JOIN sessions s ON s.id = rt.session_id
       WHERE rt.token_hash = $1
         FOR UPDATE OF rt`,

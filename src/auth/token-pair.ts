@@ -13,6 +13,8 @@ export interface TokenPair {
   user_name: string;
   seller_id: number;
   expires_in: number;
+  /** `DPoP` when the session is bound to the client's key (RFC 9449), `Bearer` otherwise. */
+  token_type: 'Bearer' | 'DPoP';
 }
 
 export interface TokenOwner {
@@ -29,11 +31,13 @@ export async function tokenPair(
   sessionId: string,
   refreshToken: string,
   now: Date,
+  /** The thumbprint of the key the session is bound to (DPoP), null for a Bearer session. */
+  dpopJkt: string | null = null,
 ): Promise<TokenPair> {
   const token = await issueAccessToken(
     keys,
     config,
-    { userId: user.id, sessionId, sellerId: user.seller_id ?? NO_SELLER, role: user.role, marketplaceCode: user.marketplace_code },
+    { userId: user.id, sessionId, sellerId: user.seller_id ?? NO_SELLER, role: user.role, marketplaceCode: user.marketplace_code, ...(dpopJkt ? { dpopJkt } : {}) },
     now,
   );
   return {
@@ -43,6 +47,7 @@ export async function tokenPair(
     user_name: user.username,
     seller_id: user.seller_id ?? NO_SELLER,
     expires_in: config.ACCESS_TOKEN_TTL_SECONDS,
+    token_type: dpopJkt ? 'DPoP' : 'Bearer',
   };
 }
 

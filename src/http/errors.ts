@@ -9,6 +9,7 @@ export const errorCatalog = {
   unauthorized: { status: 401, title: 'A valid access token is required' },
   invalid_credentials: { status: 401, title: 'Wrong user name or password' },
   invalid_refresh_token: { status: 401, title: 'The refresh token is invalid or expired; log in again' },
+  invalid_dpop_proof: { status: 401, title: 'The DPoP proof is missing or not valid' },
   user_inactive: { status: 403, title: 'The user is disabled' },
   forbidden: { status: 403, title: 'Not allowed' },
   not_found: { status: 404, title: 'Not found' },

@@ -60,8 +60,10 @@ describe('the OpenAPI document', () => {
       for (const [status, response] of Object.entries(op.responses)) {
         assert.ok(response.headers?.['X-Request-Id'], `${method} ${path} ${status}: X-Request-Id`);
         if (status === '429' || status === '503') assert.ok(response.headers?.['Retry-After'], `${method} ${path} ${status}: Retry-After`);
-        // The challenge comes where a bearer credential is taken; login and refresh take theirs in the body.
-        if (status === '401') assert.equal(Boolean(response.headers?.['WWW-Authenticate']), (op.security ?? []).length > 0, `${method} ${path} ${status}: WWW-Authenticate`);
+        // The challenge comes where a bearer credential is taken, or a DPoP proof (login and
+        // refresh take their credential in the body, and may refuse a proof with a DPoP challenge).
+        const takesProof = (op.parameters ?? []).some((p) => p.in === 'header' && p.name.toLowerCase() === 'dpop');
+        if (status === '401') assert.equal(Boolean(response.headers?.['WWW-Authenticate']), (op.security ?? []).length > 0 || takesProof, `${method} ${path} ${status}: WWW-Authenticate`);
       }
     }
     assert.ok(document.paths['/v1/{marketplace_code}/webhooks']!.post!.responses['201']!.headers!.Location);
@@ -107,6 +109,21 @@ describe('the OpenAPI document', () => {
       const response = await ctx.app.inject({ method, url, headers, payload: method === 'GET' ? undefined : 'x' });
       assert.equal(response.statusCode, status, `${method} ${url}: ${response.body}`);
       assert.ok(document.paths[path]![method.toLowerCase()]!.responses[String(status)], `${method} ${path} declares ${status}`);
+    }
+  });
+
+  test('DPoP: the scheme, the proof header of login and refresh, token_type, and every bearer operation also taking a DPoP-bound token', () => {
+    const doc = document as unknown as { components: { securitySchemes: Record<string, { type: string; scheme: string }>; schemas?: unknown } };
+    assert.deepEqual({ type: doc.components.securitySchemes.dpopAuth!.type, scheme: doc.components.securitySchemes.dpopAuth!.scheme }, { type: 'http', scheme: 'DPoP' });
+    for (const path of ['/api/v2/auth/login', '/api/v2/auth/refresh']) {
+      const op = document.paths[path]!.post! as Operation & { responses: Record<string, { content?: Record<string, { schema: { properties: Record<string, { enum?: string[] }> } }> }> };
+      assert.ok(op.parameters?.some((p) => p.in === 'header' && p.name === 'dpop' && !p.required), `${path} DPoP header`);
+      const tokenType = op.responses['200']!.content!['application/json']!.schema.properties.token_type!;
+      assert.deepEqual(tokenType.enum, ['Bearer', 'DPoP']);
+    }
+    for (const { path, method, op } of operations()) {
+      const schemes = (op.security ?? []).flatMap((entry) => Object.keys(entry as object));
+      if (schemes.includes('bearerAuth')) assert.ok(schemes.includes('dpopAuth'), `${method} ${path}: dpopAuth`);
     }
   });
 

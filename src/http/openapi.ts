@@ -41,7 +41,10 @@ export function problemResponses(...statuses: number[]): Record<number, unknown>
 const HEADERS = {
   'X-Request-Id': { type: 'string', description: 'The request id (the caller\'s own when it sent a sane one); it is also `request_id` in problem bodies and in the logs.' },
   'Retry-After': { type: 'integer', minimum: 1, description: 'Seconds to wait before trying again.' },
-  'WWW-Authenticate': { type: 'string', description: 'The Bearer challenge (RFC 6750): `Bearer`, or `Bearer error="invalid_token"`.' },
+  'WWW-Authenticate': {
+    type: 'string',
+    description: 'The challenge: `Bearer` or `Bearer error="invalid_token"` (RFC 6750); for a DPoP-bound token or a refused DPoP proof `DPoP error="invalid_token"` or `DPoP error="invalid_dpop_proof"` with `algs` (RFC 9449).',
+  },
   Location: { type: 'string', description: 'Path of the created resource.' },
   Link: { type: 'string', description: 'RFC 8288 link to the next page (`rel="next"`), present while there are more.' },
 } as const;
@@ -76,6 +79,8 @@ export function completeOperation(schema: RouteSchema, url: string, method: stri
   if (schema.hide) return schema;
   if (!schema.operationId) throw new Error(`Route ${url} has no operationId in its schema.`);
   const bearer = Array.isArray(schema.security) && schema.security.length > 0;
+  // Wherever an access token is taken, a DPoP-bound one is too (src/auth/authenticate.ts).
+  const security = bearer && (schema.security as Record<string, unknown>[]).some((entry) => 'bearerAuth' in entry) ? [...(schema.security as object[]), { dpopAuth: [] }] : schema.security;
   // Every route checks its query and path values (input-guard.ts), and a body when one comes.
   const extra: number[] = [400, 408, 431];
   // A path segment longer than Fastify's maxParamLength (problem.ts, uri_too_long).
@@ -91,7 +96,7 @@ export function completeOperation(schema: RouteSchema, url: string, method: stri
     if (status === '401' && bearer) headers['WWW-Authenticate'] = HEADERS['WWW-Authenticate'];
     responses[status] = { ...response, headers };
   }
-  return { ...schema, response: responses };
+  return { ...schema, ...(security === undefined ? {} : { security }), response: responses };
 }
 
 export async function registerOpenApi(app: FastifyInstance): Promise<void> {
@@ -117,7 +122,14 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'admin', description: 'Administration: marketplaces, sellers, connections, users and API keys' },
       ],
       components: {
-        securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT or API key (plz_…)' } },
+        securitySchemes: {
+          bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT or API key (plz_…)' },
+          dpopAuth: {
+            type: 'http',
+            scheme: 'DPoP',
+            description: 'A DPoP-bound access token (RFC 9449; token_type DPoP in the login result): `Authorization: DPoP <token>` plus a `DPoP` header, a proof signed by the bound key with a new jti, htm and htu of this request, iat, and ath (base64url SHA-256 of the token). See docs/authentication.md.',
+          },
+        },
       },
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },

@@ -26,7 +26,7 @@ describe('webhooks in the OpenAPI document', () => {
       assert.ok(operation, `${method} ${path}`);
       assert.ok(operation.summary);
       assert.deepEqual(operation.tags, ['webhooks']);
-      assert.deepEqual(operation.security, [{ bearerAuth: [] }]);
+      assert.deepEqual(operation.security, [{ bearerAuth: [] }, { dpopAuth: [] }]);
       assert.ok(operation.responses[success], `${method} ${path} ${success}`);
       if (success !== '204') assert.ok(operation.responses[success]!.content!['application/json']!.example, `${method} ${path} response example`);
       if (operation.requestBody) assert.ok(operation.requestBody.content['application/json']!.example, `${method} ${path} request example`);
