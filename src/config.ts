@@ -80,6 +80,7 @@ export const ConfigSchema = Type.Object({
   LOGIN_REFUSAL_AUDIT_WINDOW_SECONDS: Integer(60, 'Refused (429) logins are audited as one login_limited row per user and IP per window of this length, with the count.', 1, 3600),
   AUTH_AUDIT_RETENTION_DAYS: Days(90, 'Audit events of logins, refreshes and logouts, and webhook history rows (deleted webhooks\' too), older than this are pruned.', 1),
   API_KEY_LAST_USED_RESOLUTION_SECONDS: Seconds(60, 'An API key\'s last-used time is written at most this often, not on every request.', 1),
+  API_KEY_MAX_LIFETIME_DAYS: Days(0, 'Longest lifetime of a new API key. 0: no cap, and a key made without `expires_at` never expires. Otherwise a requested `expires_at` further away is refused (400) and a key made without one expires this many days after its creation. Keys made before a change keep their expiry.', 0),
   PASSWORD_MIN_SCORE: Integer(3, 'Least zxcvbn strength score (0–4) of a password being set (user creation, reset, change; never checked at login): 3 is at least 10^8 guesses. Passwords of the bundled common-password list are refused whatever this is.', 0, 4),
   JWT_KEYS_RELOAD_SECONDS: Integer(10, 'How often each process reloads the JWT signing keys from the database; a rotated-in key starts signing this long after `plaza keys rotate-jwt`, once every process knows it. Give every process the same value.', 1, 3600),
   JWKS_MAX_AGE_SECONDS: Seconds(300, 'Cache-Control max-age of GET /.well-known/jwks.json.', 0),
