@@ -147,7 +147,6 @@ export async function revokeApiKeyById(db: Database, id: number, actor: Actor, n
   });
 }
 
-
 /**
  * The principal of a presented API key. Looked up on every request (no cache): a revoked or
  * expired key is refused at once by every process. The last-used time is written at most once per
