@@ -23,6 +23,8 @@ DB_NAME="plaza_ci_prod_$$"
 DB_URL="${PG_URL%/*}/$DB_NAME"
 RESTORED_URL="${DB_URL}_restored"
 PIDS=()
+# As the README's tour makes one: a common or weak password is refused when it is set.
+TOUR_PASSWORD="$(node -p "require('crypto').randomBytes(18).toString('base64url')")"
 
 cleanup() {
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
@@ -107,9 +109,9 @@ tour() { # <plaza command…> (run in the current directory)
   "$@" marketplaces add "m$code" --name "Marketplace $code" >/dev/null
   "$@" sellers add "${code#w}" --name "Seller $code" >/dev/null
   "$@" connections add --seller "${code#w}" --marketplace "m$code" >/dev/null
-  echo 'a-long-password' | "$@" users add "u$code" --seller "${code#w}" >/dev/null
+  echo "$TOUR_PASSWORD" | "$@" users add "u$code" --seller "${code#w}" >/dev/null
   token="$(curl -sf "$api/api/v2/auth/login" -H 'content-type: application/json' \
-    -d "{\"username\":\"u$code\",\"password\":\"a-long-password\"}" | json_field token)" || fail "login failed"
+    -d "{\"username\":\"u$code\",\"password\":\"$TOUR_PASSWORD\"}" | json_field token)" || fail "login failed"
   secret="$(curl -sf "$api/v1/m$code/webhooks" -H "authorization: Bearer $token" -H 'content-type: application/json' \
     -d "{\"code\":\"orders\",\"name\":\"Orders\",\"topic\":\"order/status_change/APRO\",\"callback_url\":\"http://127.0.0.1:$listen_port/hooks\"}" \
     | json_field secret)" || fail "webhook creation failed"
@@ -132,7 +134,7 @@ verified_count_is() { [ "$(grep -c 'signature: verified' "$1")" -eq "$2" ]; }
 deliver_again() { # <code of the first tour>
   local api="http://127.0.0.1:$PORT" code="$1" token
   token="$(curl -sf "$api/api/v2/auth/login" -H 'content-type: application/json' \
-    -d "{\"username\":\"u$code\",\"password\":\"a-long-password\"}" | json_field token)" || fail "login of a restored user failed"
+    -d "{\"username\":\"u$code\",\"password\":\"$TOUR_PASSWORD\"}" | json_field token)" || fail "login of a restored user failed"
   curl -sf "$api/v1/m$code/events" -H "authorization: Bearer $token" -H 'content-type: application/json' \
     -d "{\"topic\":\"order/status_change\",\"seller_id\":${code#w},\"entity_id\":\"ORD-2\",\"order\":{\"reference_order\":\"ORD-2\",\"status\":\"APRO\"},\"state_from\":null,\"state_to\":\"APRO\",\"author\":\"ci\"}" \
     >/dev/null || fail "event intake on the restored database failed"

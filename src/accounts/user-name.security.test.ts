@@ -5,7 +5,7 @@ import { checkNewUserName } from './user-name.js';
 import { loginOk, postLogin } from '../auth/auth-test-kit.js';
 import { hashPassword } from '../auth/passwords.js';
 import { runInProcess } from '../cli/cli-test-kit.js';
-import { accessTokenFor, bearer, seedUser } from '../testing/fixtures.js';
+import { accessTokenFor, bearer, OTHER_STRONG_PASSWORD, seedUser, STRONG_PASSWORD } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 
 /**
@@ -22,7 +22,7 @@ describe('user names that look alike', () => {
   after(() => ctx.close());
 
   const create = (username: string) =>
-    ctx.app.inject({ method: 'POST', url: '/api/v2/admin/users', headers: admin, payload: { username, password: 'a long password', seller_id: 1 } });
+    ctx.app.inject({ method: 'POST', url: '/api/v2/admin/users', headers: admin, payload: { username, password: STRONG_PASSWORD, seller_id: 1 } });
   const rename = (id: number, username: string) =>
     ctx.app.inject({ method: 'PATCH', url: `/api/v2/admin/users/${id}`, headers: admin, payload: { username } });
   const refusedName = (response: { statusCode: number; json(): { code: string; errors?: { field: string; message: string }[] } }, message: RegExp) => {
@@ -41,7 +41,7 @@ describe('user names that look alike', () => {
       assert.equal(response.json().code, 'conflict');
     }
     for (const typed of ['alice ', 'ａｌｉｃｅ', ' Alice']) {
-      const pair = await loginOk(ctx, { username: typed, password: 'a long password' });
+      const pair = await loginOk(ctx, { username: typed, password: STRONG_PASSWORD });
       assert.equal(pair.user_name, 'alice');
     }
     // Stored in canonical form.
@@ -67,7 +67,7 @@ describe('user names that look alike', () => {
     for (const name of ['алиса', 'ελένη', '田中たろう', 'ヤマダ.taro', '김철수', 'ana.maria-o_brien+shop@example.com', 'user42']) {
       const response = await create(name);
       assert.equal(response.statusCode, 201, `${name}: ${response.body}`);
-      assert.equal((await loginOk(ctx, { username: name, password: 'a long password' })).user_name, name);
+      assert.equal((await loginOk(ctx, { username: name, password: STRONG_PASSWORD })).user_name, name);
     }
     // Arabic-Indic digits belong to Arabic: with Latin letters they mix.
     assert.equal(checkNewUserName('alice\u0661').ok, false);
@@ -82,18 +82,18 @@ describe('user names that look alike', () => {
     assert.notEqual(taken.code, 0, 'alice exists already');
     const added = await run(['users', 'add', 'carol ', '--seller', '1']);
     assert.equal(added.code, 0, added.stderr);
-    assert.equal((await loginOk(ctx, { username: 'carol', password: 'a long password' })).user_name, 'carol');
+    assert.equal((await loginOk(ctx, { username: 'carol', password: STRONG_PASSWORD })).user_name, 'carol');
     // A lookup by name takes the canonical form too.
     assert.equal((await run(['users', 'deactivate', 'ｃａｒｏｌ'])).code, 0);
-    assert.equal((await postLogin(ctx, { username: 'carol', password: 'a long password' })).statusCode, 403);
+    assert.equal((await postLogin(ctx, { username: 'carol', password: STRONG_PASSWORD })).statusCode, 403);
   });
 
   test('a name stored before the rule still logs in as typed, unless its canonical form names another user', async () => {
-    const passwordHash = await hashPassword('a long password');
+    const passwordHash = await hashPassword(STRONG_PASSWORD);
     await insertUser(ctx.db, { username: 'ｄａｖｅ', passwordHash, sellerId: 1, role: 'seller', marketplaceCode: null, active: true });
-    assert.equal((await loginOk(ctx, { username: 'ｄａｖｅ', password: 'a long password' })).user_name, 'ｄａｖｅ');
+    assert.equal((await loginOk(ctx, { username: 'ｄａｖｅ', password: STRONG_PASSWORD })).user_name, 'ｄａｖｅ');
     await insertUser(ctx.db, { username: 'erin ', passwordHash, sellerId: 1, role: 'seller', marketplaceCode: null, active: true });
-    await insertUser(ctx.db, { username: 'erin', passwordHash: await hashPassword('another long password'), sellerId: 1, role: 'seller', marketplaceCode: null, active: true });
-    assert.equal((await loginOk(ctx, { username: 'erin ', password: 'another long password' })).user_name, 'erin');
+    await insertUser(ctx.db, { username: 'erin', passwordHash: await hashPassword(OTHER_STRONG_PASSWORD), sellerId: 1, role: 'seller', marketplaceCode: null, active: true });
+    assert.equal((await loginOk(ctx, { username: 'erin ', password: OTHER_STRONG_PASSWORD })).user_name, 'erin');
   });
 });

@@ -1,14 +1,18 @@
 import { recordAdminAction, type Actor } from '../admin/admin-audit.repository.js';
+import { checkNewPassword } from '../auth/password-strength.js';
 import { hashPassword } from '../auth/passwords.js';
 import { revokeAllOfUser } from '../auth/sessions.repository.js';
 import type { Database, Queryable } from '../db/database.js';
 import { AppError, invalidField } from '../http/errors.js';
 import { withConstraints } from '../admin/db-conflicts.js';
-import { findUserSummary, insertUser, type Role, type UserSummary } from './accounts.repository.js';
+import { findUserById, findUserSummary, insertUser, type Role, type UserSummary } from './accounts.repository.js';
 import { checkNewUserName } from './user-name.js';
 
-export const PASSWORD_MIN_LENGTH = 8;
-export const PASSWORD_MAX_LENGTH = 1024;
+/** How a setter judges the password it is given (password-strength.ts): PASSWORD_MIN_SCORE, and the field to name in a 400. */
+export interface PasswordPolicy {
+  minScore: number;
+  field: string;
+}
 
 export interface NewUserInput {
   username: string;
@@ -30,8 +34,9 @@ function newUserName(text: string): string {
  * Creates a user (audited) under the canonical form of its name; a name taken in that form (in any
  * case), or a missing seller or marketplace, is a 409.
  */
-export async function createUser(db: Database, input: NewUserInput, actor: Actor, now: Date): Promise<UserSummary> {
+export async function createUser(db: Database, input: NewUserInput, actor: Actor, now: Date, policy: PasswordPolicy): Promise<UserSummary> {
   const username = newUserName(input.username);
+  await checkNewPassword(input.password, { field: policy.field, minScore: policy.minScore, userInputs: [username] });
   const passwordHash = await hashPassword(input.password);
   return withConstraints(`User ${username}`, () => db.transaction(async (tx) => {
     const id = await insertUser(tx, { username, passwordHash, sellerId: input.sellerId, role: input.role, marketplaceCode: input.marketplaceCode, active: input.active });
@@ -97,7 +102,10 @@ export async function updateUser(db: Database, userId: number, changes: UserChan
 }
 
 /** An administrator sets a new password: every session of the user ends. False when there is no such user. */
-export async function resetPassword(db: Database, userId: number, password: string, actor: Actor, now: Date): Promise<boolean> {
+export async function resetPassword(db: Database, userId: number, password: string, actor: Actor, now: Date, policy: PasswordPolicy): Promise<boolean> {
+  const user = await findUserById(db, userId);
+  if (!user) return false;
+  await checkNewPassword(password, { field: policy.field, minScore: policy.minScore, userInputs: [user.username] });
   const passwordHash = await hashPassword(password);
   return db.transaction(async (tx) => {
     const { rowCount } = await tx.query(`UPDATE users SET password_hash = $2, updated_at = $3 WHERE id = $1`, [userId, passwordHash, now]);

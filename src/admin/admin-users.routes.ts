@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { findUserSummary, listUsers, type UserSummary } from '../accounts/accounts.repository.js';
 import { UserName } from '../accounts/user-name.js';
-import { createUser, deleteUser, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, resetPassword, updateUser } from '../accounts/users.service.js';
+import { createUser, deleteUser, resetPassword, updateUser } from '../accounts/users.service.js';
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../auth/password-strength.js';
 import { principalOf } from '../auth/authenticate.js';
 import type { FeatureDeps } from '../deps.js';
 import { invalidField, notFound } from '../http/errors.js';
@@ -60,7 +61,7 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (ap
     if ((role === 'marketplace') !== (body.marketplace_code !== undefined)) throw invalidField('body.marketplace_code', 'is required for role marketplace, and only for it');
     if (role !== 'admin' && body.seller_id === undefined) throw invalidField('body.seller_id', 'is required except for admins');
     const input = { username: body.username, password: body.password, sellerId: body.seller_id ?? null, role, marketplaceCode: body.marketplace_code ?? null, active: body.active ?? true };
-    const user = await createUser(db, input, actorOf(principalOf(request)), clock.now());
+    const user = await createUser(db, input, actorOf(principalOf(request)), clock.now(), { minScore: deps.config.PASSWORD_MIN_SCORE, field: 'body.password' });
     return reply.code(201).send(present(user));
   });
 
@@ -100,7 +101,7 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (ap
       response: { 204: Type.Null({ description: 'Password set' }), ...problemResponses(400, 401, 403, 404, 503) },
     },
   }, async (request, reply) => {
-    if (!(await resetPassword(db, request.params.id, request.body.password, actorOf(principalOf(request)), clock.now()))) throw noUser();
+    if (!(await resetPassword(db, request.params.id, request.body.password, actorOf(principalOf(request)), clock.now(), { minScore: deps.config.PASSWORD_MIN_SCORE, field: 'body.password' }))) throw noUser();
     return reply.code(204).send(null);
   });
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { loginOk, postRefresh } from '../auth/auth-test-kit.js';
 import { order } from '../events/test-support.js';
-import { accessTokenFor, bearer, seedConnection, seedUser } from '../testing/fixtures.js';
+import { accessTokenFor, bearer, OTHER_STRONG_PASSWORD, seedConnection, seedUser, STRONG_PASSWORD } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 
 describe('administration over HTTP', () => {
@@ -144,12 +144,12 @@ describe('administration over HTTP', () => {
   });
 
   test('users: create (admins without a seller), get, list without password hashes, delete', async () => {
-    const created = await call('POST', '/api/v2/admin/users', { username: 'root2', password: 'long enough pw', role: 'admin' });
+    const created = await call('POST', '/api/v2/admin/users', { username: 'root2', password: STRONG_PASSWORD, role: 'admin' });
     assert.equal(created.statusCode, 201, created.body);
     assert.equal(created.json().seller_id, null);
-    const login = await loginOk(ctx, { username: 'root2', password: 'long enough pw' });
+    const login = await loginOk(ctx, { username: 'root2', password: STRONG_PASSWORD });
     assert.equal(login.seller_id, 0);
-    assert.equal((await call('POST', '/api/v2/admin/users', { username: 'nos', password: 'long enough pw' })).statusCode, 400, 'a seller user needs a seller');
+    assert.equal((await call('POST', '/api/v2/admin/users', { username: 'nos', password: STRONG_PASSWORD })).statusCode, 400, 'a seller user needs a seller');
     assert.equal((await call('POST', '/api/v2/admin/users', { username: 'short', password: 'x', seller_id: 1 })).statusCode, 400);
     const list = await call('GET', '/api/v2/admin/users');
     assert.ok(!list.body.includes('argon2'));
@@ -159,15 +159,15 @@ describe('administration over HTTP', () => {
   });
 
   test('users: a rename keeps the password and sessions, is refused (409) for a name taken in any case, and is audited', async () => {
-    const created = await call('POST', '/api/v2/admin/users', { username: 'before-rename', password: 'long enough pw', seller_id: 1 });
+    const created = await call('POST', '/api/v2/admin/users', { username: 'before-rename', password: STRONG_PASSWORD, seller_id: 1 });
     const id = created.json().id as number;
-    await call('POST', '/api/v2/admin/users', { username: 'Taken-Name', password: 'long enough pw', seller_id: 1 });
-    const session = await loginOk(ctx, { username: 'before-rename', password: 'long enough pw' });
+    await call('POST', '/api/v2/admin/users', { username: 'Taken-Name', password: STRONG_PASSWORD, seller_id: 1 });
+    const session = await loginOk(ctx, { username: 'before-rename', password: STRONG_PASSWORD });
     const renamed = await call('PATCH', `/api/v2/admin/users/${id}`, { username: 'after-rename' });
     assert.equal(renamed.statusCode, 200, renamed.body);
     assert.equal(renamed.json().username, 'after-rename');
     assert.equal(renamed.json().active, true);
-    await loginOk(ctx, { username: 'after-rename', password: 'long enough pw' });
+    await loginOk(ctx, { username: 'after-rename', password: STRONG_PASSWORD });
     assert.equal((await postRefresh(ctx, session.refresh_token)).statusCode, 200, 'sessions stay');
     const taken = await call('PATCH', `/api/v2/admin/users/${id}`, { username: 'taken-name' });
     assert.equal(taken.statusCode, 409, taken.body);
@@ -191,7 +191,7 @@ describe('administration over HTTP', () => {
     assert.equal((await ctx.app.inject({ method: 'GET', url: '/v1/MKT/webhooks', headers: token })).statusCode, 200);
     // Nor end its sessions or change its password (the audit row names the user): 401, not 500.
     const own = (url: string, payload?: object) => ctx.app.inject({ method: 'POST', url, headers: token, ...(payload ? { payload } : {}) });
-    const ownActions = [await own('/api/v2/auth/logout'), await own('/api/v2/auth/revoke-all'), await own('/api/v2/auth/password', { current_password: 'x', new_password: 'long enough pw' })];
+    const ownActions = [await own('/api/v2/auth/logout'), await own('/api/v2/auth/revoke-all'), await own('/api/v2/auth/password', { current_password: 'x', new_password: STRONG_PASSWORD })];
     for (const response of [await send(), await link(), ...ownActions]) {
       assert.equal(response.statusCode, 401, response.body);
       assert.equal(response.json().detail, 'The user of this access token no longer exists.');
@@ -235,7 +235,7 @@ describe('administration over HTTP', () => {
     }
     assert.equal((await call('GET', `/api/v2/admin/users/${other.id}`)).json().active, false, 'it did not switch itself back on');
     assert.equal((await call('DELETE', `/api/v2/admin/users/${other.id}`)).statusCode, 204);
-    for (const response of [await mintKey(), await call('POST', '/api/v2/admin/users', { username: 'ghost-admin', password: 'long enough pw', role: 'admin' }, token)]) {
+    for (const response of [await mintKey(), await call('POST', '/api/v2/admin/users', { username: 'ghost-admin', password: STRONG_PASSWORD, role: 'admin' }, token)]) {
       assert.equal(response.statusCode, 401, response.body);
       assert.equal(response.json().detail, 'The user of this access token no longer exists.');
     }
@@ -265,9 +265,9 @@ describe('administration over HTTP', () => {
   test('an admin sets a new password: the old one stops working and every session ends', async () => {
     const user = await seedUser(ctx.db, { sellerId: 1 });
     const session = await loginOk(ctx, user);
-    assert.equal((await call('POST', `/api/v2/admin/users/${user.id}/password`, { password: 'brand new password' })).statusCode, 204);
+    assert.equal((await call('POST', `/api/v2/admin/users/${user.id}/password`, { password: OTHER_STRONG_PASSWORD })).statusCode, 204);
     assert.equal((await postRefresh(ctx, session.refresh_token)).statusCode, 401);
-    await loginOk(ctx, { username: user.username, password: 'brand new password' });
+    await loginOk(ctx, { username: user.username, password: OTHER_STRONG_PASSWORD });
     assert.equal((await ctx.app.inject({ method: 'POST', url: '/api/v2/auth/login', payload: { username: user.username, password: user.password } })).statusCode, 401);
   });
 

@@ -26,7 +26,13 @@ const ApiKey = Type.Object(
     seller_id: Type.Union([Type.Integer(), Type.Null()]),
     created_at: Type.String({ format: 'date-time' }),
     created_by: Type.String({ description: '`user:<id>`, `api_key:<id>` or `cli`.' }),
-    last_used_at: Nullable(Type.String({ format: 'date-time' })),
+    creator: Type.Object({
+      kind: Type.Union([Type.Literal('user'), Type.Literal('api_key'), Type.Literal('cli')]),
+      id: Type.Union([Type.Integer(), Type.Null()], { description: 'The user\'s or key\'s id; null for the CLI.' }),
+      name: Nullable(Type.String({ description: 'The user\'s or key\'s name now; null for the CLI or a deleted user.' })),
+    }, { additionalProperties: false, description: 'Who made the key: a user, another API key (revoking that key revokes this one too), or the CLI.' }),
+    last_used_at: Nullable(Type.String({ format: 'date-time', description: `When the key was last accepted, written at most once per API_KEY_LAST_USED_RESOLUTION_SECONDS (60 s by default): it may be up to that much older than the latest use.` })),
+    expires_at: Nullable(Type.String({ format: 'date-time', description: 'From then on the key is refused (401). null: it never expires.' })),
     revoked_at: Nullable(Type.String({ format: 'date-time' })),
   },
   { additionalProperties: false },
@@ -43,9 +49,17 @@ function present(row: ApiKeyRow) {
     seller_id: row.seller_id,
     created_at: row.created_at.toISOString(),
     created_by: row.created_by,
+    creator: creatorOf(row),
     last_used_at: row.last_used_at?.toISOString() ?? null,
+    expires_at: row.expires_at?.toISOString() ?? null,
     revoked_at: row.revoked_at?.toISOString() ?? null,
   };
+}
+
+function creatorOf(row: ApiKeyRow): { kind: 'user' | 'api_key' | 'cli'; id: number | null; name: string | null } {
+  if (row.created_by_api_key !== null) return { kind: 'api_key', id: row.created_by_api_key, name: row.creator_name };
+  if (row.created_by_user !== null) return { kind: 'user', id: row.created_by_user, name: row.creator_name };
+  return { kind: 'cli', id: null, name: null };
 }
 
 /** A marketplace's credentials see and make only keys of their own marketplace; admins see all. */
@@ -60,12 +74,13 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
   app.post('/api/v2/admin/api-keys', {
     schema: {
       ...schema, operationId: 'createApiKey', summary: 'Create an API key',
-      description: 'Returns the key once. It is sent as `Authorization: Bearer <key>` and acts like a user of its role: an admin key everywhere, a marketplace key for its marketplace (including events of every seller connected to it), a seller key for its seller. Marketplace credentials may create keys of their own marketplace only.',
+      description: 'Returns the key once. It is sent as `Authorization: Bearer <key>` and acts like a user of its role: an admin key everywhere, a marketplace key for its marketplace (including events of every seller connected to it), a seller key for its seller. Marketplace credentials may create keys of their own marketplace only. A key made with an API key is revoked with it, and expires no later than it.',
       body: Type.Object({
         name: Name,
         role: Role,
         marketplace_code: Type.Optional(MarketplaceCode),
         seller_id: Type.Optional(Id),
+        expires_at: Type.Optional(Type.String({ format: 'date-time', description: 'When the key stops working: in the future, and at most API_KEY_MAX_LIFETIME_DAYS ahead when that is set (400 otherwise). Without it the key expires after API_KEY_MAX_LIFETIME_DAYS, or never when that is 0 (the default).' })),
       }, { additionalProperties: false }),
       response: { 201: CreatedApiKey, ...problemResponses(400, 401, 403, 409, 503) },
     },
@@ -79,7 +94,8 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
       }
       marketplaceCode = principal.marketplaceCode ?? undefined;
     }
-    const { row, key } = await createApiKey(db, { name: body.name.trim(), role: body.role, marketplaceCode, sellerId: body.seller_id }, actorOf(principal), clock.now());
+    const input = { name: body.name.trim(), role: body.role, marketplaceCode, sellerId: body.seller_id, expiresAt: body.expires_at === undefined ? undefined : new Date(body.expires_at) };
+    const { row, key } = await createApiKey(db, input, actorOf(principal), clock.now(), { maxLifetimeDays: deps.config.API_KEY_MAX_LIFETIME_DAYS, expiresField: 'body.expires_at' });
     return reply.code(201).header('cache-control', 'no-store').send({ ...present(row), key });
   });
 
@@ -113,7 +129,7 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
   });
 
   app.delete('/api/v2/admin/api-keys/:id', {
-    schema: { ...schema, operationId: 'revokeApiKey', summary: 'Revoke an API key', description: 'Every process refuses the key from the next request on (401). The record stays for the audit trail.', params: IdParams, response: { 204: Type.Null({ description: 'Revoked' }), ...problemResponses(400, 401, 403, 404, 503) } },
+    schema: { ...schema, operationId: 'revokeApiKey', summary: 'Revoke an API key', description: 'Every process refuses the key from the next request on (401), and every key it made, and the keys those made, in the same transaction. The records stay for the audit trail.', params: IdParams, response: { 204: Type.Null({ description: 'Revoked' }), ...problemResponses(400, 401, 403, 404, 503) } },
   }, async (request, reply) => {
     const principal = principalOf(request);
     await revokeApiKeyById(db, request.params.id, actorOf(principal), clock.now(), scopeOf(principal));

@@ -10,7 +10,7 @@ import { prepareDummyHash } from './passwords.js';
 import { refresh } from './refresh.service.js';
 import { originOf } from './request-origin.js';
 import { changeOwnPassword } from './password-change.service.js';
-import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../accounts/users.service.js';
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from './password-strength.js';
 import { sessionRoutes } from './sessions.routes.js';
 import { logout, revokeAll } from './sessions.service.js';
 import { UserName } from '../accounts/user-name.js';

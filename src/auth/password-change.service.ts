@@ -5,6 +5,7 @@ import type { UserPrincipal } from './access-tokens.js';
 import { unauthorized, USER_GONE } from './authenticate.js';
 import { recordAuthEvent, type RequestOrigin } from './auth-events.repository.js';
 import type { LoginLimiter } from './login-limits.js';
+import { checkNewPassword } from './password-strength.js';
 import { reservePasswordWork } from './passwords.js';
 import { revokeAllOfUser } from './sessions.repository.js';
 
@@ -14,7 +15,7 @@ import { revokeAllOfUser } from './sessions.repository.js';
  * cannot be guessed faster through this route. Every other session ends; this one goes on.
  */
 export async function changeOwnPassword(
-  { db, clock }: Pick<FeatureDeps, 'db' | 'clock'>,
+  { db, clock, config }: Pick<FeatureDeps, 'db' | 'clock' | 'config'>,
   limiter: LoginLimiter,
   principal: UserPrincipal,
   input: { currentPassword: string; newPassword: string; origin: RequestOrigin },
@@ -41,6 +42,8 @@ export async function changeOwnPassword(
       throw new AppError('invalid_credentials', 'The current password is wrong.');
     }
     await limiter.succeeded(limiterKey, input.origin.ip, now);
+    // Judged once the current password is proven: only the account's holder makes the estimator work.
+    await checkNewPassword(input.newPassword, { field: 'body.new_password', minScore: config.PASSWORD_MIN_SCORE, userInputs: [user.username] });
     passwordHash = await work.hash(input.newPassword);
   } finally {
     work.release();

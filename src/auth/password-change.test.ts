@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { seedUser } from '../testing/fixtures.js';
+import { OTHER_STRONG_PASSWORD, seedUser } from '../testing/fixtures.js';
 import { loginOk, postLogin, postRefresh } from './auth-test-kit.js';
 
 describe('POST /api/v2/auth/password', () => {
@@ -18,11 +18,11 @@ describe('POST /api/v2/auth/password', () => {
     const user = await seedUser(ctx.db, { sellerId: 1 });
     const here = await loginOk(ctx, user);
     const elsewhere = await loginOk(ctx, user);
-    const wrong = await change(here.token, { current_password: 'not it at all', new_password: 'a new password' });
+    const wrong = await change(here.token, { current_password: 'not it at all', new_password: OTHER_STRONG_PASSWORD });
     assert.equal(wrong.statusCode, 401);
     assert.equal(wrong.json().code, 'invalid_credentials');
     assert.equal((await change(here.token, { current_password: user.password, new_password: 'short' })).statusCode, 400);
-    assert.equal((await change(here.token, { current_password: user.password, new_password: 'a new password' })).statusCode, 204);
+    assert.equal((await change(here.token, { current_password: user.password, new_password: OTHER_STRONG_PASSWORD })).statusCode, 204);
 
     // This one first: presenting the revoked token of the other session counts as reuse (spec rule) and ends them all.
     assert.equal((await postRefresh(ctx, here.refresh_token)).statusCode, 200, 'this session goes on');
@@ -33,7 +33,7 @@ describe('POST /api/v2/auth/password', () => {
     assert.deepEqual(other.map((row) => row.revoked_reason), ['password_changed'], 'the other session ended');
     assert.equal((await postRefresh(ctx, elsewhere.refresh_token)).statusCode, 401);
     assert.equal((await postLogin(ctx, { username: user.username, password: user.password })).statusCode, 401);
-    await loginOk(ctx, { username: user.username, password: 'a new password' });
+    await loginOk(ctx, { username: user.username, password: OTHER_STRONG_PASSWORD });
     const { rows } = await ctx.db.query(`SELECT 1 FROM auth_events WHERE user_id = $1 AND type = 'password_changed'`, [user.id]);
     assert.equal(rows.length, 1);
   });
@@ -43,7 +43,7 @@ describe('POST /api/v2/auth/password', () => {
     const session = await loginOk(ctx, user);
     const statuses: number[] = [];
     for (let i = 0; i < ctx.config.LOGIN_FREE_FAILURES_PER_USER_IP + 2; i++) {
-      statuses.push((await change(session.token, { current_password: `wrong ${i} password`, new_password: 'a new password' })).statusCode);
+      statuses.push((await change(session.token, { current_password: `wrong ${i} password`, new_password: OTHER_STRONG_PASSWORD })).statusCode);
     }
     assert.ok(statuses.includes(429), statuses.join(','));
   });

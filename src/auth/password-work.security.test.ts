@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { createUser } from '../accounts/users.service.js';
 import { CLI_ACTOR } from '../admin/admin-audit.repository.js';
 import { AppError } from '../http/errors.js';
-import { seedUser, type SeededUser } from '../testing/fixtures.js';
+import { OTHER_STRONG_PASSWORD, seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { loginOk } from './auth-test-kit.js';
 import { passwordWorkStats, reservePasswordWork, resetPasswordWorkPeak, type PasswordWork } from './passwords.js';
@@ -40,10 +40,10 @@ describe('the bound on password work in progress', () => {
       assertBusy(await login('nobody-at-all', 'whatever', '10.9.0.2'));
       assertBusy(await ctx.app.inject({
         method: 'POST', url: '/api/v2/auth/password', headers: { authorization: `Bearer ${pair.token}` },
-        payload: { current_password: user.password, new_password: 'another long password' },
+        payload: { current_password: user.password, new_password: OTHER_STRONG_PASSWORD },
       }));
       await assert.rejects(
-        createUser(ctx.db, { username: 'made-while-busy', password: 'a long password', sellerId: 1, role: 'seller', marketplaceCode: null, active: true }, CLI_ACTOR, ctx.clock.now()),
+        createUser(ctx.db, { username: 'made-while-busy', password: OTHER_STRONG_PASSWORD, sellerId: 1, role: 'seller', marketplaceCode: null, active: true }, CLI_ACTOR, ctx.clock.now(), { minScore: 3, field: 'password' }),
         (error: unknown) => error instanceof AppError && error.code === 'service_unavailable',
       );
     } finally {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { resetPassword, setUserActiveById } from '../accounts/users.service.js';
 import { CLI_ACTOR } from '../admin/admin-audit.repository.js';
-import { seedUser, type SeededUser } from '../testing/fixtures.js';
+import { OTHER_STRONG_PASSWORD, seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { loginOk, postRefresh, refreshTokensOf } from './auth-test-kit.js';
 import type { TokenPair } from './token-pair.js';
@@ -172,7 +172,7 @@ describe('replays of tokens of ended sessions', () => {
     const old = await loginOk(ctx, user);
     const oldNext = (await postRefresh(ctx, old.refresh_token)).json() as TokenPair;
     const changer = await loginOk(ctx, user);
-    const newPassword = 'a new password entirely';
+    const newPassword = OTHER_STRONG_PASSWORD;
     const change = await ctx.app.inject({ method: 'POST', url: '/api/v2/auth/password', headers: bearer(changer), payload: { current_password: user.password, new_password: newPassword } });
     assert.equal(change.statusCode, 204);
     const changed = { ...user, password: newPassword };
@@ -180,7 +180,7 @@ describe('replays of tokens of ended sessions', () => {
 
     const beforeReset = await loginOk(ctx, changed);
     const beforeResetNext = (await postRefresh(ctx, beforeReset.refresh_token)).json() as TokenPair;
-    assert.ok(await resetPassword(ctx.db, user.id, user.password, CLI_ACTOR, ctx.clock.now()));
+    assert.ok(await resetPassword(ctx.db, user.id, user.password, CLI_ACTOR, ctx.clock.now(), { minScore: 3, field: 'password' }));
     await replaysLeaveFreshSessionAlone(user, [beforeReset.refresh_token, beforeResetNext.refresh_token, old.refresh_token]);
   });
 

@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { buildApp, type App } from '../app.js';
 import { ManualClock } from '../clock.js';
 import type { Database } from '../db/database.js';
-import { bearer, seedUser, type SeededUser } from '../testing/fixtures.js';
+import { bearer, OTHER_STRONG_PASSWORD, seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { claimsOf, getProducts, loginOk } from './auth-test-kit.js';
 import { SESSION_ENDED } from './authenticate.js';
@@ -82,7 +82,7 @@ describe('ACCESS_TOKEN_REVOCATION=session: an ended session ends its access toke
     const other = await loginOk(ctx, user);
     const here = await loginOk(ctx, user);
     await endsWithinThePeriod(other.token, () =>
-      call('POST', '/api/v2/auth/password', here.token, { current_password: user.password, new_password: 'another long password' }).then(expectStatus(204)),
+      call('POST', '/api/v2/auth/password', here.token, { current_password: user.password, new_password: OTHER_STRONG_PASSWORD }).then(expectStatus(204)),
     );
     assert.equal((await getProducts(ctx, here.token)).statusCode, 200);
   });
@@ -90,7 +90,7 @@ describe('ACCESS_TOKEN_REVOCATION=session: an ended session ends its access toke
   test('a password reset by an admin', async () => {
     const user = await seedUser(ctx.db);
     const pair = await loginOk(ctx, user);
-    await endsWithinThePeriod(pair.token, () => call('POST', `/api/v2/admin/users/${user.id}/password`, adminToken, { password: 'a reset password' }).then(expectStatus(204)));
+    await endsWithinThePeriod(pair.token, () => call('POST', `/api/v2/admin/users/${user.id}/password`, adminToken, { password: OTHER_STRONG_PASSWORD }).then(expectStatus(204)));
   });
 
   test('a user\'s deactivation, and activating the user again does not revive the token', async () => {

@@ -10,6 +10,7 @@ import { loginOk, postRefresh } from '../auth/auth-test-kit.js';
 import { verifyPassword } from '../auth/passwords.js';
 import { loadConfig, type Config } from '../config.js';
 import { packageVersion } from '../paths.js';
+import { OTHER_STRONG_PASSWORD, STRONG_PASSWORD } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { closed } from '../testing/child-process.js';
 import { createTestDatabase } from '../testing/test-database.js';
@@ -100,7 +101,7 @@ describe('plaza CLI (in-process)', () => {
       [['users', 'add', '\u0430lice', '--seller', '1'], /<username> must not mix scripts/],
     ];
     for (const [args, message] of cases) {
-      const run = await runInProcess(args, { stdin: 'long-enough-password' });
+      const run = await runInProcess(args, { stdin: STRONG_PASSWORD });
       assert.equal(run.code, 2, `plaza ${args.join(' ')}: ${run.stderr}`);
       assert.match(run.stderr, message, `plaza ${args.join(' ')}`);
       assert.equal(run.openedDatabase, false, `plaza ${args.join(' ')} opened the database`);
@@ -112,12 +113,12 @@ describe('plaza CLI (in-process)', () => {
     assert.equal((await plaza(['sellers', 'add', '42', '--name', 'Acme'])).code, 0);
     const connection = await plaza(['connections', 'add', '--seller', '42', '--marketplace', 'meli']);
     assert.match(connection.stdout.trim(), /^\d+$/, 'prints the new connection id');
-    const user = await plaza(['users', 'add', 'alice', '--seller', '42'], 's3cret-passw0rd\n');
+    const user = await plaza(['users', 'add', 'alice', '--seller', '42'], `${STRONG_PASSWORD}\n`);
     assert.equal(user.code, 0, user.stderr);
-    const root = await plaza(['users', 'add', 'root', '--role', 'admin'], 'root-passw0rd');
+    const root = await plaza(['users', 'add', 'root', '--role', 'admin'], STRONG_PASSWORD);
     assert.equal(root.code, 0, root.stderr);
     const alice = await findUserByUsername(ctx.db, 'ALICE');
-    assert.ok(alice && (await verifyPassword(alice.password_hash, 's3cret-passw0rd')), 'the password came from stdin, without its newline');
+    assert.ok(alice && (await verifyPassword(alice.password_hash, STRONG_PASSWORD)), 'the password came from stdin, without its newline');
     assert.equal((await findUserByUsername(ctx.db, 'root'))?.seller_id, null);
 
     assert.match((await plaza(['marketplaces', 'list'])).stdout, /^CODE +NAME +ACTIVE +CREATED\nmeli +Mercado Libre +true/m);
@@ -133,8 +134,8 @@ describe('plaza CLI (in-process)', () => {
       // Login refuses a NUL in any string before it looks at the password: such a user could never log in.
       [['users', 'add', 'bob', '--seller', '42'], 'Secr3tPassw\u0000rd', /holds a NUL character/],
       [['users', 'reset-password', 'alice'], 'Secr3tPassw\u0000rd', /holds a NUL character/],
-      [['users', 'add', 'bob', '--seller', '999'], 'long-enough-password', /There is no seller 999\./],
-      [['users', 'add', 'alice', '--seller', '42'], 'long-enough-password', /User alice already exists/],
+      [['users', 'add', 'bob', '--seller', '999'], STRONG_PASSWORD, /There is no seller 999\./],
+      [['users', 'add', 'alice', '--seller', '42'], STRONG_PASSWORD, /User alice already exists/],
       [['connections', 'add', '--seller', '42', '--marketplace', 'nowhere'], '', /There is no marketplace nowhere\./],
       [['users', 'set-active', 'nobody', 'true'], '', /No user is named/],
       [['marketplaces', 'delete', 'meli'], '', /still in use \(marketplace_connections\)/],
@@ -151,17 +152,17 @@ describe('plaza CLI (in-process)', () => {
   });
 
   test('deactivate revokes every session; reset-password takes stdin and ends sessions', async () => {
-    const user = { username: 'carla', password: 'carla-passw0rd' };
+    const user = { username: 'carla', password: STRONG_PASSWORD };
     assert.equal((await plaza(['users', 'add', user.username, '--seller', '42'], user.password)).code, 0);
     const session = await loginOk(ctx, user);
     assert.equal((await plaza(['users', 'deactivate', 'carla'])).code, 0);
     assert.equal((await plaza(['users', 'activate', 'carla'])).code, 0);
     assert.equal((await postRefresh(ctx, session.refresh_token)).statusCode, 401, 're-activation does not revive the session');
     const again = await loginOk(ctx, user);
-    const reset = await plaza(['users', 'reset-password', 'carla'], 'fresh-passw0rd\n');
+    const reset = await plaza(['users', 'reset-password', 'carla'], `${OTHER_STRONG_PASSWORD}\n`);
     assert.equal(reset.code, 0, reset.stderr);
     assert.equal((await postRefresh(ctx, again.refresh_token)).statusCode, 401);
-    await loginOk(ctx, { username: 'carla', password: 'fresh-passw0rd' });
+    await loginOk(ctx, { username: 'carla', password: OTHER_STRONG_PASSWORD });
     const { rows } = await ctx.db.query<{ action: string }>(`SELECT action FROM admin_audit WHERE actor = 'cli' AND target_kind = 'user' ORDER BY id`);
     assert.ok(['deactivate', 'activate', 'reset_password'].every((action) => rows.some((row) => row.action === action)));
   });
@@ -169,8 +170,8 @@ describe('plaza CLI (in-process)', () => {
   test('sellers and marketplaces deactivate: sessions end, login refused; activate: login works, old sessions stay revoked', async () => {
     assert.equal((await plaza(['marketplaces', 'add', 'cli-mkt', '--name', 'CLI market'])).code, 0);
     assert.equal((await plaza(['sellers', 'add', '77', '--name', 'Seventy-seven'])).code, 0);
-    const dora = { username: 'dora', password: 'dora-passw0rd' };
-    const mona = { username: 'mona', password: 'mona-passw0rd' };
+    const dora = { username: 'dora', password: STRONG_PASSWORD };
+    const mona = { username: 'mona', password: STRONG_PASSWORD };
     assert.equal((await plaza(['users', 'add', dora.username, '--seller', '77'], dora.password)).code, 0);
     assert.equal((await plaza(['users', 'add', mona.username, '--seller', '77', '--role', 'marketplace', '--marketplace', 'cli-mkt'], mona.password)).code, 0);
     const login = (user: typeof dora) => ctx.app.inject({ method: 'POST', url: '/api/v2/auth/login', payload: user });

@@ -5,6 +5,7 @@ import { isStorableText } from '../http/input-guard.js';
 import { isCode } from '../http/path-params.js';
 import { checkName } from '../webhooks/webhook-validators.js';
 import { checkNewUserName } from '../accounts/user-name.js';
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../auth/password-strength.js';
 import { UsageError } from './usage-error.js';
 
 /**
@@ -95,8 +96,10 @@ export async function readStdin(stdin: NodeJS.ReadableStream, prompt: string): P
 
 export async function readPassword(stdin: NodeJS.ReadableStream): Promise<string> {
   const password = await readStdin(stdin, 'Password');
-  if (password.length < 8) throw new UsageError('The password (read from standard input) must have at least 8 characters.');
-  if (password.length > 1024) throw new UsageError('The password may have at most 1024 characters.');
+  // The bounds of password-strength.ts, counted the same way; its strength rule runs in the service.
+  const length = [...password].length;
+  if (length < PASSWORD_MIN_LENGTH) throw new UsageError(`The password (read from standard input) must have at least ${PASSWORD_MIN_LENGTH} characters.`);
+  if (length > PASSWORD_MAX_LENGTH) throw new UsageError(`The password may have at most ${PASSWORD_MAX_LENGTH} characters.`);
   // Login refuses such text before it looks at the password: the user could never log in.
   if (!isStorableText(password)) throw new UsageError('The password holds a NUL character, which no login can send.');
   return password;

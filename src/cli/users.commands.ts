@@ -1,5 +1,5 @@
 import { findUserByUsername, listUsers, type Role } from '../accounts/accounts.repository.js';
-import { createUser, deleteUser, resetPassword, setUserActiveById } from '../accounts/users.service.js';
+import { createUser, deleteUser, resetPassword, setUserActiveById, type PasswordPolicy } from '../accounts/users.service.js';
 import { CLI_ACTOR } from '../admin/admin-audit.repository.js';
 import type { Database } from '../db/database.js';
 import { CLI_PAGE, optional, readAll, readPassword, requireCode, requireId, requireText, requireUserName, table, type CliContext, type Command } from './command.js';
@@ -17,6 +17,9 @@ async function userIdOf(db: Database, username: string): Promise<number> {
   if (!user) throw new UsageError(`No user is named "${username}".`);
   return user.id;
 }
+
+/** The password comes from standard input: a refusal names it so ("password: This password is too common…"). */
+const passwordPolicyOf = (ctx: CliContext): PasswordPolicy => ({ minScore: ctx.config().PASSWORD_MIN_SCORE, field: 'password' });
 
 async function setActive(ctx: CliContext, username: string, active: boolean): Promise<void> {
   const db = await ctx.database();
@@ -42,7 +45,7 @@ export const userCommands: Command[] = [
       const sellerId = optional(values.seller, (v) => requireId(v, '--seller')) ?? null;
       const marketplaceCode = optional(values.marketplace, (v) => requireCode(v, '--marketplace')) ?? null;
       const password = await readPassword(ctx.stdin);
-      const user = await createUser(await ctx.database(), { username, password, sellerId, role, marketplaceCode, active: !values.inactive }, CLI_ACTOR, ctx.now());
+      const user = await createUser(await ctx.database(), { username, password, sellerId, role, marketplaceCode, active: !values.inactive }, CLI_ACTOR, ctx.now(), passwordPolicyOf(ctx));
       ctx.out(`User ${username} added with id ${user.id}.`);
     },
   },
@@ -90,7 +93,7 @@ export const userCommands: Command[] = [
       const username = requireText(positionals[0], '<username>');
       const password = await readPassword(ctx.stdin);
       const db = await ctx.database();
-      await resetPassword(db, await userIdOf(db, username), password, CLI_ACTOR, ctx.now());
+      await resetPassword(db, await userIdOf(db, username), password, CLI_ACTOR, ctx.now(), passwordPolicyOf(ctx));
       ctx.out(`Password of ${username} changed; their sessions are revoked.`);
     },
   },

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { signatureMatches } from '../../src/delivery/signature.js';
+import { OTHER_STRONG_PASSWORD, STRONG_PASSWORD } from '../../src/testing/fixtures.js';
 import { secretKeyBytes } from '../../src/webhooks/secret-box.js';
 import { call, createWebhook, login, orderEvent, report, sendEvent } from '../support/plaza-api.js';
 import { killAllPlaza, runCli, sharedKeyEnv, startPlaza, type PlazaProcess } from '../support/plaza-process.js';
@@ -39,8 +40,8 @@ describe('plaza backup and restore on the embedded server', () => {
       const result = await runCli(env, args);
       assert.equal(result.code, 0, result.stderr);
     }
-    assert.equal((await runCli(env, ['users', 'add', 'alice', '--seller', '1', '--role', 'admin'], 'alice password 1\n')).code, 0);
-    const { token } = await login(plaza.url, 'alice', 'alice password 1');
+    assert.equal((await runCli(env, ['users', 'add', 'alice', '--seller', '1', '--role', 'admin'], `${STRONG_PASSWORD}\n`)).code, 0);
+    const { token } = await login(plaza.url, 'alice', STRONG_PASSWORD);
     const hook = await createWebhook(plaza.url, token, 'MKT', { code: 'orders', topic: 'order/update', callback_url: receiver.url });
     const secret = (hook.json as { secret: string }).secret;
     for (let i = 0; i < 20; i++) assert.equal((await sendEvent(plaza.url, token, 'MKT', orderEvent(1, `ORD-${i}`, 1))).status, 202);
@@ -58,7 +59,7 @@ describe('plaza backup and restore on the embedded server', () => {
     assert.match(refused.stderr, new RegExp(`Refusing to restore: .* in use by process ${plaza.child.pid}\\b`));
 
     // After the backup: a user and events that the restore must take away.
-    assert.equal((await runCli(env, ['users', 'add', 'bob', '--seller', '1'], 'bob password 12\n')).code, 0);
+    assert.equal((await runCli(env, ['users', 'add', 'bob', '--seller', '1'], `${OTHER_STRONG_PASSWORD}\n`)).code, 0);
     for (let i = 20; i < 25; i++) assert.equal((await sendEvent(plaza.url, token, 'MKT', orderEvent(1, `ORD-${i}`, 1))).status, 202);
     assert.equal((await plaza.kill('SIGTERM')).code, 0);
 
@@ -77,8 +78,8 @@ describe('plaza backup and restore on the embedded server', () => {
     assert.ok(counts(file).deliveries! >= 20 && counts(file).events! >= 20);
 
     plaza = await startPlaza(env);
-    const again = await login(plaza.url, 'alice', 'alice password 1');
-    assert.equal((await call(plaza.url, 'POST', '/api/v2/auth/login', { body: { username: 'bob', password: 'bob password 12' } })).status, 401, 'bob came after the backup');
+    const again = await login(plaza.url, 'alice', STRONG_PASSWORD);
+    assert.equal((await call(plaza.url, 'POST', '/api/v2/auth/login', { body: { username: 'bob', password: OTHER_STRONG_PASSWORD } })).status, 401, 'bob came after the backup');
     // The event ids of the snapshot are known again (idempotency), and a new one is delivered signed
     // with the restored, still decryptable webhook secret.
     const before = receiver.requests.length;

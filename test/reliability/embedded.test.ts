@@ -7,6 +7,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { isAlive } from '../../src/db/embedded/processes.js';
+import { STRONG_PASSWORD } from '../../src/testing/fixtures.js';
 import { call, createWebhook, inParallel, login, orderEvent, report, scaled, sendEvent } from '../support/plaza-api.js';
 import { freePort, killAllPlaza, runCli, sharedKeyEnv, startPlaza, type PlazaProcess } from '../support/plaza-process.js';
 import { postmastersUnder } from '../support/postmasters.js';
@@ -54,12 +55,12 @@ describe('the embedded PostgreSQL server', () => {
       const result = await runCli(env, args);
       assert.equal(result.code, 0, result.stderr);
     }
-    const added = await runCli(env, ['users', 'add', 'alice', '--seller', '1'], 'alice password 1\n');
+    const added = await runCli(env, ['users', 'add', 'alice', '--seller', '1'], `${STRONG_PASSWORD}\n`);
     assert.equal(added.code, 0, added.stderr);
-    await login(plaza.url, 'alice', 'alice password 1');
+    await login(plaza.url, 'alice', STRONG_PASSWORD);
 
     const api = await startPlaza(env, { role: 'api' });
-    await login(api.url, 'alice', 'alice password 1');
+    await login(api.url, 'alice', STRONG_PASSWORD);
     assert.equal((await api.kill('SIGTERM')).code, 0);
 
     const second = await runCli({ ...env, PORT: String(await freePort()) }, ['serve']);
@@ -73,7 +74,7 @@ describe('the embedded PostgreSQL server', () => {
     receiver = new Receiver();
     await receiver.up();
     await receiver.down();
-    const { token } = await login(plaza.url, 'alice', 'alice password 1');
+    const { token } = await login(plaza.url, 'alice', STRONG_PASSWORD);
     await createWebhook(plaza.url, token, 'MKT', { code: 'orders', topic: 'order/update', callback_url: receiver.url });
     const accepted = await inParallel(Array.from({ length: EVENTS }, (_, i) => i), 4, async (i) => {
       const response = await sendEvent(plaza.url, token, 'MKT', orderEvent(1, `ORD-${i}`, 1));
@@ -99,7 +100,7 @@ describe('the embedded PostgreSQL server', () => {
   test('kill -9 of the postgres processes while delivering: 503 with Retry-After meanwhile, then Plaza restarts the server by itself and no accepted event is lost', { timeout: 600_000 }, async () => {
     // Claims and attempt records commit without waiting for the WAL (docs/delivery.md): a crash of the
     // server may undo the last of them, which may repeat a notification but must lose none.
-    const { token } = await login(plaza.url, 'alice', 'alice password 1');
+    const { token } = await login(plaza.url, 'alice', STRONG_PASSWORD);
     receiver!.requests.length = 0;
     receiver!.setDelay(100);
     const accepted = await inParallel(Array.from({ length: EVENTS }, (_, i) => i), 4, async (i) => {
@@ -113,7 +114,7 @@ describe('the embedded PostgreSQL server', () => {
     const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(postmaster)], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
     for (const pid of [postmaster, ...children]) process.kill(pid, 'SIGKILL');
 
-    const body = { username: 'alice', password: 'alice password 1' };
+    const body = { username: 'alice', password: STRONG_PASSWORD };
     let unavailable: { status: number; retryAfter: string | null } | undefined;
     await waitFor(async () => {
       const response = await call(plaza.url, 'POST', '/api/v2/auth/login', { body });
@@ -144,7 +145,7 @@ describe('the embedded PostgreSQL server', () => {
     plaza = await startPlaza(env);
     const restartMs = Date.now() - started;
     assert.doesNotMatch(plaza.output(), /initialised|adopting/);
-    await login(plaza.url, 'alice', 'alice password 1');
+    await login(plaza.url, 'alice', STRONG_PASSWORD);
     assert.equal((await plaza.kill('SIGTERM')).code, 0);
 
     const cli = await runCli(env, ['users', 'set-active', 'alice', 'false']);

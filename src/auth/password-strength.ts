@@ -1,0 +1,83 @@
+import { Worker } from 'node:worker_threads';
+import { invalidField } from '../http/errors.js';
+import type { Verdict } from './password-estimator.js';
+
+/**
+ * The one rule for a password being set: user creation (CLI, admin API), an administrator's reset
+ * and a user's own change all call `checkNewPassword` before hashing. Login never does: a password
+ * is judged when it is chosen, and users whose passwords predate the rule keep logging in.
+ */
+export const PASSWORD_MIN_LENGTH = 8;
+export const PASSWORD_MAX_LENGTH = 1024;
+
+export interface NewPasswordCheck {
+  /** Where the password was given, for the 400's field error: `body.password`, `body.new_password`. */
+  field: string;
+  /** Words of this account that the password must not lean on (its user name). */
+  userInputs: string[];
+  /** PASSWORD_MIN_SCORE. */
+  minScore: number;
+}
+
+/** Known to anyone attacking this installation, like the user's name. */
+const SITE_WORDS = ['plaza'];
+const TOO_COMMON = 'This password is too common: it is in the lists of passwords that attackers try first. Choose another one; a few uncommon words make a strong password.';
+
+/**
+ * Throws 400 `validation_failed` naming `field`, with a reason a person can act on, when the
+ * password is out of bounds, is (a variant of) a password of the bundled common-password list, or
+ * scores below `minScore`. Local only (password-estimator.ts): nothing is asked over the network.
+ */
+export async function checkNewPassword(password: string, check: NewPasswordCheck): Promise<void> {
+  // Characters as the schemas count them (code points), so that the rule and the schemas agree.
+  const length = [...password].length;
+  if (length < PASSWORD_MIN_LENGTH) throw invalidField(check.field, `must have at least ${PASSWORD_MIN_LENGTH} characters`);
+  if (length > PASSWORD_MAX_LENGTH) throw invalidField(check.field, `may have at most ${PASSWORD_MAX_LENGTH} characters`);
+  const verdict = await estimate(password, [...check.userInputs, ...SITE_WORDS]);
+  if (verdict.common) throw invalidField(check.field, TOO_COMMON);
+  if (verdict.score < check.minScore) throw invalidField(check.field, tooEasy(verdict));
+}
+
+function tooEasy({ warning, suggestions }: Verdict): string {
+  const advice = suggestions.length > 0 ? suggestions.join(' ') : 'Add more words that are less common.';
+  return `This password is too easy to guess${warning ? ` (${warning.replace(/\.$/, '')})` : ''}. ${advice}`;
+}
+
+/**
+ * The estimator runs in one worker thread per process, started on the first password set (most
+ * processes never start it): its tens of milliseconds per password, and its 0.4 s of loading,
+ * never hold the event loop that serves everyone's requests. Requests queue there one at a time.
+ */
+let worker: Worker | undefined;
+const pending = new Map<number, { resolve: (verdict: Verdict) => void; reject: (error: Error) => void }>();
+let nextId = 0;
+
+function estimate(password: string, userInputs: string[]): Promise<Verdict> {
+  const thread = (worker ??= startWorker());
+  const id = ++nextId;
+  return new Promise<Verdict>((resolve, reject) => {
+    pending.set(id, { resolve, reject });
+    thread.ref(); // an answer is awaited: the process (a CLI command) must not end before it
+    thread.postMessage({ id, password, userInputs });
+  });
+}
+
+function startWorker(): Worker {
+  const thread = new Worker(new URL('./password-strength.worker.js', import.meta.url));
+  thread.unref();
+  thread.on('message', (answer: { id: number; verdict?: Verdict; error?: string }) => {
+    const waiting = pending.get(answer.id);
+    pending.delete(answer.id);
+    if (pending.size === 0) thread.unref(); // idle, it keeps no process alive
+    if (answer.verdict) waiting?.resolve(answer.verdict);
+    else waiting?.reject(new Error(`password estimator: ${answer.error}`));
+  });
+  const fail = (error: Error) => {
+    if (worker === thread) worker = undefined; // the next password starts a new one
+    for (const waiting of pending.values()) waiting.reject(error);
+    pending.clear();
+  };
+  thread.on('error', fail);
+  thread.on('exit', (code) => fail(new Error(`password estimator exited with code ${code}`)));
+  return thread;
+}
