@@ -53,6 +53,23 @@ describe('the bound on password work in progress', () => {
     assert.equal((await login(user.username, user.password, '10.9.0.1')).statusCode, 200);
   });
 
+  test('the portal\'s sign-in past the bound is 503 with Retry-After too', async () => {
+    const user = await seedUser(ctx.db);
+    const held: PasswordWork[] = [reservePasswordWork(), reservePasswordWork()];
+    try {
+      const response = await ctx.app.inject({
+        method: 'POST',
+        url: '/portal/login',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', host: 'plaza.test', origin: 'http://plaza.test' },
+        payload: new URLSearchParams({ username: user.username, password: user.password }).toString(),
+      });
+      assert.equal(response.statusCode, 503);
+      assert.equal(response.headers['retry-after'], '1');
+    } finally {
+      for (const slot of held) slot.release();
+    }
+  });
+
   test('a flood of parallel logins: some 503 with Retry-After, none hangs, never more in progress than the bound', async () => {
     const users: SeededUser[] = [];
     for (let i = 0; i < 4; i += 1) users.push(await seedUser(ctx.db));

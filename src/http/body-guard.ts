@@ -79,6 +79,11 @@ export async function guardBody(request: FastifyRequest, _reply: FastifyReply, p
   if (type === undefined || !JSON_TYPE.test(type)) return payload;
   // pipe(), not pipeline(): on a refusal the request must stay open for the 400 to be written.
   const scan = new JsonDepthScan();
+  // Fastify listens to the scan only while it reads the body: never for a GET or HEAD, and no more
+  // once it has refused a body over the route's limit (413). A depth error raised then, with no
+  // listener, is an unhandled 'error' event, which ends the process: one small unauthenticated
+  // request stopped the service. While Fastify reads, its own listener gets the error (400).
+  scan.on('error', () => {});
   payload.on('error', (error) => scan.destroy(error));
   payload.on('aborted', () => scan.destroy(new Error('The client closed the request while sending its body.')));
   return payload.pipe(scan);

@@ -103,6 +103,9 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
     const validation = (error as { validation?: unknown }).validation !== undefined;
     const status = appError?.status ?? (validation ? 400 : ((error as { statusCode?: number }).statusCode ?? 500));
     if (status >= 500) request.log.error({ err: error }, 'portal page failed');
+    // A refusal's headers go with its page as with the API's answer: the Retry-After of a 503 when
+    // ARGON2_MAX_IN_PROGRESS password checks are in progress (a sign-in), of a 429.
+    if (appError?.options.headers) reply.headers(appError.options.headers);
     const detail = appError?.detail ?? (validation ? 'The request is not valid.' : status >= 500 ? 'Something went wrong on our side; try again.' : (error as Error).message);
     return sendPage(reply, errorPage(status, detail, request.portalSession), status);
   });
