@@ -22,6 +22,8 @@ CREATE TABLE webhook_history (
   actor_user_id integer,
   actor_api_key_id integer,
   actor_name text,
+  -- A portal link's session: which link (portal_links.id; the link itself is pruned after its expiry).
+  actor_portal_link_id bigint,
   channel text NOT NULL CHECK (channel IN ('api', 'portal', 'portal_link', 'admin_api', 'cli')),
   changes jsonb NOT NULL DEFAULT '[]',
   detail jsonb,

@@ -12,14 +12,14 @@ export interface PortalLinkScope {
 export const hashToken = (token: string): Buffer => createHash('sha256').update(token).digest();
 
 /** Stores a new one-time link; the token itself is only returned, never stored. */
-export async function insertPortalLink(db: Queryable, scope: PortalLinkScope, createdBy: number, now: Date, ttlSeconds: number): Promise<{ token: string; expiresAt: Date }> {
+export async function insertPortalLink(db: Queryable, scope: PortalLinkScope, createdBy: number, now: Date, ttlSeconds: number): Promise<{ id: number; token: string; expiresAt: Date }> {
   const token = randomBytes(32).toString('base64url');
   const expiresAt = new Date(now.getTime() + ttlSeconds * 1000);
-  await db.query(
-    `INSERT INTO portal_links (token_hash, marketplace_code, seller_id, created_by, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+  const { rows } = await db.query<{ id: string }>(
+    `INSERT INTO portal_links (token_hash, marketplace_code, seller_id, created_by, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
     [hashToken(token), scope.marketplaceCode, scope.sellerId, createdBy, now, expiresAt],
   );
-  return { token, expiresAt };
+  return { id: Number(rows[0]!.id), token, expiresAt };
 }
 
 /**
@@ -29,7 +29,7 @@ export async function insertPortalLink(db: Queryable, scope: PortalLinkScope, cr
  * deactivated (or is being deactivated: their rows are locked first, as for a login, account-lock.ts,
  * so that a deactivation either is seen here or deletes the session opened).
  */
-export async function consumePortalLink(tx: Queryable, token: string, now: Date): Promise<(PortalLinkScope & { createdBy: number; maker: LinkMaker }) | undefined> {
+export async function consumePortalLink(tx: Queryable, token: string, now: Date): Promise<(PortalLinkScope & { id: number; createdBy: number; maker: LinkMaker }) | undefined> {
   const hash = hashToken(token);
   const found = await tx.query<{ created_by: number; marketplace_code: string; seller_id: number | null }>(
     `SELECT created_by, marketplace_code, seller_id FROM portal_links WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2`,
@@ -45,15 +45,16 @@ export async function consumePortalLink(tx: Queryable, token: string, now: Date)
   );
   if (!scope.rows[0]!.active) return undefined;
   // The maker's role, marketplace and seller, read under the lock taken above: the session acts as them.
-  const { rows } = await tx.query<{ marketplace_code: string; seller_id: number | null; created_by: number; maker_role: LinkMaker['role']; maker_seller_id: number; maker_marketplace_code: string | null }>(
+  const { rows } = await tx.query<{ id: string; marketplace_code: string; seller_id: number | null; created_by: number; maker_role: LinkMaker['role']; maker_seller_id: number; maker_marketplace_code: string | null }>(
     `UPDATE portal_links l SET used_at = $2
        FROM users u
       WHERE l.token_hash = $1 AND l.used_at IS NULL AND l.expires_at > $2 AND u.id = l.created_by
-      RETURNING l.marketplace_code, l.seller_id, l.created_by, u.role AS maker_role, u.seller_id AS maker_seller_id, u.marketplace_code AS maker_marketplace_code`,
+      RETURNING l.id, l.marketplace_code, l.seller_id, l.created_by, u.role AS maker_role, u.seller_id AS maker_seller_id, u.marketplace_code AS maker_marketplace_code`,
     [hash, now],
   );
   const row = rows[0];
   return row && {
+    id: Number(row.id),
     marketplaceCode: row.marketplace_code,
     sellerId: row.seller_id,
     createdBy: row.created_by,

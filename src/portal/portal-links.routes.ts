@@ -22,6 +22,7 @@ const PortalLinkBody = Type.Object(
 );
 
 const PortalLink = Type.Object({
+  id: Type.Integer({ description: 'The link\'s number: the webhook history names it (actor.portal_link_id) beside its maker for every change made in its session.' }),
   url: Type.String({ description: 'One-time URL that opens a portal session acting as the caller, limited to the scope. Open it in a new tab or window (the portal refuses to be framed).' }),
   expires_at: Type.String({ format: 'date-time', description: 'The link is refused after this (PORTAL_LINK_TTL_SECONDS, 15 minutes by default) and after its first use.' }),
   marketplace_code: Type.String(),
@@ -67,14 +68,14 @@ export const portalLinkRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (a
           errors: [{ field: 'body.seller_id', message: `is not connected to marketplace ${marketplaceCode}` }],
         });
       }
-      const { token, expiresAt } = await insertPortalLink(db, { marketplaceCode, sellerId }, principal.userId, clock.now(), config.PORTAL_LINK_TTL_SECONDS).catch(
+      const { id, token, expiresAt } = await insertPortalLink(db, { marketplaceCode, sellerId }, principal.userId, clock.now(), config.PORTAL_LINK_TTL_SECONDS).catch(
         refuseIfUserGone('portal_links_created_by_fkey'),
       );
       // The request's own origin unless configured: the caller gets back what it asked for, so a
       // forged Host header only misleads the one who forged it.
       const base = config.PORTAL_PUBLIC_URL?.replace(/\/+$/, '') ?? `${request.protocol}://${request.host}`;
       reply.code(201).header('cache-control', 'no-store');
-      return { url: `${base}/portal/link/${token}`, expires_at: expiresAt.toISOString(), marketplace_code: marketplaceCode, seller_id: sellerId };
+      return { id, url: `${base}/portal/link/${token}`, expires_at: expiresAt.toISOString(), marketplace_code: marketplaceCode, seller_id: sellerId };
     },
   );
 };

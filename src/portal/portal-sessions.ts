@@ -17,6 +17,8 @@ export interface PortalSession {
   scopeMarketplace: string | null;
   /** Set for a link made for a seller: only webhooks about that seller (portal-access.ts). */
   scopeSeller: number | null;
+  /** The link that opened the session (portal_links.id), named in the webhook history; null after a password sign-in. */
+  portalLinkId: number | null;
   displayName: string;
 }
 
@@ -28,6 +30,7 @@ export interface NewPortalSession {
   marketplaceCode: string | null;
   scopeMarketplace: string | null;
   scopeSeller: number | null;
+  portalLinkId: number | null;
   displayName: string;
   now: Date;
   ttlSeconds: number;
@@ -40,11 +43,11 @@ export interface NewPortalSession {
 export async function createPortalSession(db: Queryable, session: NewPortalSession): Promise<string> {
   const id = randomBytes(32).toString('base64url');
   await db.query(
-    `INSERT INTO portal_sessions (id_hash, csrf_token, user_id, auth_session_id, role, seller_id, marketplace_code, scope_marketplace, scope_seller, display_name, created_at, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $12, $9, $10, $10::timestamptz + make_interval(secs => $11))`,
+    `INSERT INTO portal_sessions (id_hash, csrf_token, user_id, auth_session_id, role, seller_id, marketplace_code, scope_marketplace, scope_seller, portal_link_id, display_name, created_at, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $12, $13, $9, $10, $10::timestamptz + make_interval(secs => $11))`,
     [
       hashToken(id), randomBytes(24).toString('base64url'), session.userId, session.authSessionId, session.role, session.sellerId,
-      session.marketplaceCode, session.scopeMarketplace, session.displayName, session.now, session.ttlSeconds, session.scopeSeller,
+      session.marketplaceCode, session.scopeMarketplace, session.displayName, session.now, session.ttlSeconds, session.scopeSeller, session.portalLinkId,
     ],
   );
   return id;
@@ -57,9 +60,9 @@ export async function createPortalSession(db: Queryable, session: NewPortalSessi
 export async function findPortalSession(db: Queryable, cookie: string, now: Date): Promise<PortalSession | undefined> {
   const { rows } = await db.query<{
     csrf_token: string; user_id: number; auth_session_id: string | null; role: Principal['role']; seller_id: number;
-    marketplace_code: string | null; scope_marketplace: string | null; scope_seller: number | null; display_name: string;
+    marketplace_code: string | null; scope_marketplace: string | null; scope_seller: number | null; portal_link_id: string | null; display_name: string;
   }>(
-    `SELECT p.csrf_token, p.user_id, p.auth_session_id, p.role, p.seller_id, p.marketplace_code, p.scope_marketplace, p.scope_seller, p.display_name
+    `SELECT p.csrf_token, p.user_id, p.auth_session_id, p.role, p.seller_id, p.marketplace_code, p.scope_marketplace, p.scope_seller, p.portal_link_id, p.display_name
        FROM portal_sessions p
        JOIN users u ON u.id = p.user_id AND u.active
        LEFT JOIN sessions s ON s.id = p.auth_session_id
@@ -89,6 +92,7 @@ export async function findPortalSession(db: Queryable, cookie: string, now: Date
     csrfToken: row.csrf_token,
     scopeMarketplace: row.scope_marketplace,
     scopeSeller: row.scope_seller,
+    portalLinkId: row.portal_link_id === null ? null : Number(row.portal_link_id),
     displayName: row.display_name,
   };
 }

@@ -14,6 +14,7 @@ export interface RawHistoryRow {
   actor_user_id: number | null;
   actor_api_key_id: number | null;
   actor_name: string | null;
+  actor_portal_link_id: string | null;
   channel: string;
   changes: { field: string; before?: unknown; after?: unknown }[];
   detail: Record<string, unknown> | null;

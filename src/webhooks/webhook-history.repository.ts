@@ -17,6 +17,7 @@ export interface HistoryRow {
   actor_user_id: number | null;
   actor_api_key_id: number | null;
   actor_name: string | null;
+  actor_portal_link_id: string | null;
   channel: HistoryChannel;
   changes: FieldChange[];
   detail: HistoryDetail | null;

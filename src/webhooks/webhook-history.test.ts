@@ -163,15 +163,19 @@ describe('webhook history: every change, by every channel, one row', () => {
   });
 
   test('a portal link: the row names the link and its maker, acting as the link\'s session', async () => {
-    const link = JSON.parse((await ok(api(as.mkt!, 'POST', '/v1/MKT/portal-links', {}), 201)).body) as { url: string };
+    const link = JSON.parse((await ok(api(as.mkt!, 'POST', '/v1/MKT/portal-links', {}), 201)).body) as { id: number; url: string };
+    assert.ok(Number.isInteger(link.id), 'the link has a number');
     const portal = await PortalClient.openLink(ctx, link.url, 'MKT');
     const created = await exactlyOneRow(ctx, async () =>
       assert.equal((await portal.post('/portal/MKT/webhooks/new', { code: 'link-hook', name: 'L', topic: 'order/create', callback_url: receiver.url(), seller_id: '*' })).statusCode, 201));
     const paused = await exactlyOneRow(ctx, async () => assert.equal((await portal.post('/portal/MKT/webhooks/link-hook/pause')).statusCode, 303));
     for (const row of [created, paused]) {
       assert.deepEqual(actorOf(row), { kind: 'portal_link', role: 'marketplace', user_id: mkt.id, api_key_id: null, name: 'h-mkt', channel: 'portal_link' });
+      assert.equal(Number(row.actor_portal_link_id), link.id, 'the row names the link');
     }
-    assert.match((await portal.get('/portal/MKT/webhooks/link-hook')).body, /portal link made by h-mkt, acting as marketplace/);
+    assert.match((await portal.get('/portal/MKT/webhooks/link-hook')).body, new RegExp(`portal link #${link.id} made by h-mkt, acting as marketplace`));
+    const items = JSON.parse((await ok(api(as.mkt!, 'GET', '/v1/MKT/webhooks/link-hook/history'), 200)).body).items as Array<{ actor: { portal_link_id: number | null } }>;
+    assert.deepEqual(items.map((item) => item.actor.portal_link_id), [link.id, link.id]);
   });
 
   test('the admin API and the CLI: a tenant\'s deactivation and activation write a pause and a resume per webhook', async () => {

@@ -26,6 +26,8 @@ export interface WebhookActor {
   role: Role | null;
   userId: number | null;
   apiKeyId: number | null;
+  /** For a portal link's session: which link (portal_links.id). */
+  portalLinkId?: number | null;
 }
 
 /** A credential on the /v1 API (a user's access token or an API key, of any role). */
@@ -49,11 +51,11 @@ function credentialActor(principal: Principal, channel: HistoryChannel): Webhook
  * are confined to one marketplace: portal.routes.ts), whose session acts as the link's user, its
  * maker.
  */
-export function portalActor(session: { principal: Principal; scopeMarketplace: string | null }): WebhookActor {
+export function portalActor(session: { principal: Principal; scopeMarketplace: string | null; portalLinkId: number | null }): WebhookActor {
   const { principal } = session;
   const userId = principal.apiKeyId === undefined ? principal.userId : null;
   return session.scopeMarketplace !== null
-    ? { kind: 'portal_link', channel: 'portal_link', role: principal.role, userId, apiKeyId: null }
+    ? { kind: 'portal_link', channel: 'portal_link', role: principal.role, userId, apiKeyId: null, portalLinkId: session.portalLinkId }
     : { kind: 'user', channel: 'portal', role: principal.role, userId, apiKeyId: null };
 }
 
@@ -165,15 +167,16 @@ type Owner = Pick<WebhookRow, 'id' | 'tenant_kind' | 'tenant_id' | 'marketplace_
 export async function recordWebhookHistory(tx: Queryable, webhook: Owner, actor: WebhookActor, entry: HistoryEntry, clock: Clock = systemClock): Promise<void> {
   await tx.query(
     `INSERT INTO webhook_history (webhook_id, tenant_kind, tenant_id, marketplace_code, webhook_code, action,
-                                  actor_kind, actor_role, actor_user_id, actor_api_key_id, actor_name, channel, changes, detail, created_at)
+                                  actor_kind, actor_role, actor_user_id, actor_api_key_id, actor_name, channel, changes, detail, created_at, actor_portal_link_id)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::int, $10::int,
              CASE WHEN $10::int IS NOT NULL THEN (SELECT name FROM api_keys WHERE id = $10::int)
                   WHEN $9::int IS NOT NULL THEN (SELECT username FROM users WHERE id = $9::int) END,
-             $11, $12::jsonb, $13::jsonb, statement_timestamp() + $14::double precision * interval '1 millisecond')`,
+             $11, $12::jsonb, $13::jsonb, statement_timestamp() + $14::double precision * interval '1 millisecond', $15::bigint)`,
     [
       webhook.id, webhook.tenant_kind, webhook.tenant_id, webhook.marketplace_code, webhook.code, entry.action,
       actor.kind, actor.role, actor.userId, actor.apiKeyId, actor.channel,
       JSON.stringify(entry.changes ?? []), entry.detail === undefined ? null : JSON.stringify(entry.detail), clockOffsetMs(clock),
+      actor.portalLinkId ?? null,
     ],
   );
 }

@@ -14,7 +14,7 @@ function who(row: HistoryRow): string {
   const role = row.actor_role ? ` (${row.actor_role})` : '';
   switch (row.actor_kind) {
     case 'api_key': return `API key ${name}${role}`;
-    case 'portal_link': return `portal link made by ${name}, acting as ${row.actor_role ?? '?'}`;
+    case 'portal_link': return `portal link #${row.actor_portal_link_id ?? '?'} made by ${name}, acting as ${row.actor_role ?? '?'}`;
     case 'cli': return 'command line';
     default: return `user ${name}${role}`;
   }
