@@ -4,6 +4,7 @@ import { Value } from 'typebox/value';
 import { parseRetrySchedule } from './delivery/retry-schedule.js';
 import { parseNetworks } from './net/address-policy.js';
 import { parseTrustProxy } from './net/trusted-proxies.js';
+import { parseRoleList } from './auth/mfa/mfa-policy.js';
 
 /**
  * Every setting of Plaza, read from environment variables of the same name.
@@ -82,6 +83,9 @@ export const ConfigSchema = Type.Object({
   API_KEY_LAST_USED_RESOLUTION_SECONDS: Seconds(60, 'An API key\'s last-used time is written at most this often, not on every request.', 1),
   JWT_KEYS_RELOAD_SECONDS: Integer(10, 'How often each process reloads the JWT signing keys from the database; a rotated-in key starts signing this long after `plaza keys rotate-jwt`, once every process knows it. Give every process the same value.', 1, 3600),
   JWKS_MAX_AGE_SECONDS: Seconds(300, 'Cache-Control max-age of GET /.well-known/jwks.json.', 0),
+  MFA_REQUIRED_ROLES: Text('', 'Comma-separated roles (seller, marketplace, admin) whose users must have a second factor. A user of such a role without one gets 401 mfa_enrollment_required at login, with an mfa_token that only enrols a TOTP authenticator. Empty: a second factor is each user\'s choice.'),
+  MFA_TOKEN_TTL_SECONDS: Integer(300, 'Lifetime of the mfa_token a login answers when a second factor is needed (single use for mfa/verify).', 30, 3600),
+  MFA_ISSUER: Text('Plaza', 'Issuer name authenticator apps show beside a TOTP code (otpauth URL).'),
   REDIS_URL: OptionalText('redis://… Keeps login-limit counters in Redis instead of the database.'),
   REDIS_KEY_PREFIX: Text('plaza:', 'Prefix of every Redis key Plaza writes, so that several deployments can share one Redis.'),
 
@@ -235,6 +239,7 @@ const FORMAT_CHECKS: [keyof Config, (config: Config) => void][] = [
       if ((url?.protocol !== 'redis:' && url?.protocol !== 'rediss:') || url.hostname === '') throw new Error('must be a Redis URL (redis://host:6379 or rediss://…)');
     },
   ],
+  ['MFA_REQUIRED_ROLES', (config) => parseRoleList(config.MFA_REQUIRED_ROLES)],
   ['WEBHOOK_ALLOWED_NETWORKS', (config) => parseNetworks(config.WEBHOOK_ALLOWED_NETWORKS)],
   ['TRUST_PROXY', (config) => parseTrustProxy(config.TRUST_PROXY)],
   [

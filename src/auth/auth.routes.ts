@@ -13,18 +13,8 @@ import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../accounts/users.serv
 import { sessionRoutes } from './sessions.routes.js';
 import { logout, revokeAll } from './sessions.service.js';
 import { UserName } from '../accounts/user-name.js';
-
-const TokenPairSchema = Type.Object(
-  {
-    token: Type.String({ description: 'Access token (JWT, EdDSA, typ at+jwt).' }),
-    refresh_token: Type.String({ description: 'Opaque refresh token; single use, rotated at each refresh.' }),
-    user_id: Type.Integer(),
-    user_name: Type.String(),
-    seller_id: Type.Integer({ description: 'The seller in whose context later requests run.' }),
-    expires_in: Type.Integer({ description: 'Lifetime of the access token in seconds (900).' }),
-  },
-  { additionalProperties: false },
-);
+import { mfaRoutes } from './mfa/mfa.routes.js';
+import { TokenPairSchema } from './token-pair-schema.js';
 
 const LoginBody = Type.Object({
   username: UserName,
@@ -51,7 +41,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
         operationId: 'login',
         tags: ['auth'],
         summary: 'Log in with user name and password',
-        description: 'Returns an access token and a refresh token. 429 carries Retry-After and retry_after while a login limit cools down.',
+        description: 'Returns an access token and a refresh token. 429 carries Retry-After and retry_after while a login limit cools down. A user with a second factor gets 401 mfa_required with an mfa_token instead (finish with POST /api/v2/auth/mfa/verify); a user whose role requires one and who has none, 401 mfa_enrollment_required with an mfa_token that only enrols.',
         body: LoginBody,
         response: { 200: TokenPairSchema, ...problemResponses(400, 401, 403, 429, 503) },
       },
@@ -144,4 +134,5 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
   );
 
   await app.register(sessionRoutes, deps);
+  await app.register(mfaRoutes, { ...deps, guards });
 };

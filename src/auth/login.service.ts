@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import type { User } from '../accounts/accounts.repository.js';
 import { inactiveTenantOf } from '../accounts/tenant-state.js';
 import type { FeatureDeps } from '../deps.js';
 import { AppError } from '../http/errors.js';
 import { lockAccount } from './account-lock.js';
 import { recordAuthEvent, type RequestOrigin } from './auth-events.repository.js';
 import { findLoginAccount } from './login-account.js';
+import { secondFactorChallenge, secondFactorOf } from './mfa/mfa-login.js';
 import { createLoginLimiter, type LoginLimiter } from './login-limits.js';
 import { hashPassword, needsRehash, verifyDummyPassword, verifyPassword } from './passwords.js';
 import { hashRefreshToken, newRefreshToken } from './refresh-tokens.js';
@@ -55,7 +57,7 @@ export function createLoginGuards(deps: FeatureDeps): LoginGuards {
  * with its first refresh token.
  */
 export async function login(deps: FeatureDeps, guards: LoginGuards, input: LoginInput): Promise<TokenPair> {
-  const { db, config, clock } = deps;
+  const { db, clock } = deps;
   const { limiter } = guards;
   const { origin } = input;
   const now = clock.now();
@@ -81,7 +83,10 @@ export async function login(deps: FeatureDeps, guards: LoginGuards, input: Login
     await recordAuthEvent(db, { type: 'login_failed', at: now, origin, userId: user.id, username: user.username, detail: { reason } });
     throw invalidCredentials();
   }
-  await limiter.succeeded(limiterAccount, origin.ip, now);
+  // With a second factor pending, the attempt stays counted as a failure until its code is right
+  // (src/auth/mfa/mfa-login.ts): a right password alone does not reset the limits for code guesses.
+  const secondFactor = await secondFactorOf(deps, user);
+  if (secondFactor !== 'totp') await limiter.succeeded(limiterAccount, origin.ip, now);
   // The hash the password was verified against, as stored now.
   let verifiedHash = user.password_hash;
   if (needsRehash(user.password_hash)) {
@@ -89,7 +94,25 @@ export async function login(deps: FeatureDeps, guards: LoginGuards, input: Login
     const { rowCount } = await db.query(`UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1 AND password_hash = $3`, [user.id, rehashed, user.password_hash]);
     if (rowCount === 1) verifiedHash = rehashed;
   }
+  if (secondFactor !== 'none') throw await secondFactorChallenge(deps, user, secondFactor, verifiedHash, origin, now);
+  return openSession(deps, user, (stored) => stored === verifiedHash, origin, now);
+}
 
+/**
+ * Opens the session of a user whose credentials were verified (a password, and a second factor
+ * when one is needed): the user's state is read under its lock and must still be what was
+ * verified (`sameCredentials` of the stored password hash), then the session and its first
+ * refresh token are written with the audit row.
+ */
+export async function openSession(
+  deps: FeatureDeps,
+  user: User,
+  sameCredentials: (storedPasswordHash: string) => boolean,
+  origin: RequestOrigin,
+  now: Date,
+  auditDetail?: Record<string, unknown>,
+): Promise<TokenPair> {
+  const { db, config } = deps;
   const sessionId = randomUUID();
   const refreshToken = newRefreshToken();
   // The password was verified outside this transaction (it is slow), so the user's state is read
@@ -98,7 +121,7 @@ export async function login(deps: FeatureDeps, guards: LoginGuards, input: Login
   const refusal = await db.transaction(async (tx) => {
     const account = await lockAccount(tx, user.id);
     if (!account) return 'user_deleted';
-    if (account.password_hash !== verifiedHash) return 'password_changed';
+    if (!sameCredentials(account.password_hash)) return 'password_changed';
     if (!account.active) return 'user_inactive';
     if (!account.tenant_active) return 'tenant_inactive';
     await insertSession(tx, { id: sessionId, userId: user.id, now, userAgent: origin.userAgent, ip: origin.ip });
@@ -110,7 +133,7 @@ export async function login(deps: FeatureDeps, guards: LoginGuards, input: Login
       issuedAt: now,
       expiresAt: refreshExpiry(now, config.REFRESH_TOKEN_TTL_SECONDS),
     });
-    await recordAuthEvent(tx, { type: 'login_succeeded', at: now, origin, userId: user.id, username: user.username, sessionId });
+    await recordAuthEvent(tx, { type: 'login_succeeded', at: now, origin, userId: user.id, username: user.username, sessionId, ...(auditDetail ? { detail: auditDetail } : {}) });
     return undefined;
   });
   if (refusal) {
