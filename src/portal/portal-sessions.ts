@@ -18,6 +18,8 @@ export interface PortalSession {
   /** Set for a link made for a seller: only webhooks about that seller (portal-access.ts). */
   scopeSeller: number | null;
   displayName: string;
+  /** Opened by a portal link (acting as its maker), not by the user's own sign-in: no account pages. */
+  viaLink: boolean;
 }
 
 export interface NewPortalSession {
@@ -90,6 +92,7 @@ export async function findPortalSession(db: Queryable, cookie: string, now: Date
     scopeMarketplace: row.scope_marketplace,
     scopeSeller: row.scope_seller,
     displayName: row.display_name,
+    viaLink: row.auth_session_id === null,
   };
 }
 

@@ -40,6 +40,7 @@ export function page(title: string, context: PageContext, body: Html): Html {
     <ul>
       ${mkt && html`<li><a href="/portal/${mkt}/webhooks">Webhooks</a></li>
       <li><a href="/portal/${mkt}/events">Event catalogue</a></li>`}
+      <li><a href="/portal/account">Sign-in security</a></li>
     </ul>
   </nav>
   <form method="post" action="/portal/logout" class="signout">
