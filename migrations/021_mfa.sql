@@ -40,3 +40,30 @@ CREATE TABLE mfa_challenges (
 );
 -- A login deletes its user's expired tokens.
 CREATE INDEX mfa_challenges_user ON mfa_challenges (user_id);
+
+-- Passkeys (WebAuthn credentials, @simplewebauthn/server): id is the credential id (base64url),
+-- public_key its COSE public key; counter is the signature counter the authenticator reported last
+-- (a lower one later is a cloned authenticator, refused by the library).
+CREATE TABLE mfa_passkeys (
+  id text PRIMARY KEY,
+  user_id integer NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+  public_key bytea NOT NULL,
+  counter bigint NOT NULL,
+  transports text[] NOT NULL DEFAULT '{}',
+  name text NOT NULL,
+  created_at timestamptz NOT NULL,
+  last_used_at timestamptz
+);
+CREATE INDEX mfa_passkeys_user ON mfa_passkeys (user_id);
+
+-- The challenge of a WebAuthn ceremony, single use (deleted when answered), for a few minutes.
+-- user_id: the user registering, or for a sign-in the user of the mfa_token it completes (NULL: a
+-- sign-in with a passkey alone, any user's). Not a secret: an answer is worth something only when
+-- signed by a registered key.
+CREATE TABLE webauthn_challenges (
+  challenge text PRIMARY KEY,
+  user_id integer REFERENCES users (id) ON DELETE CASCADE,
+  purpose text NOT NULL CHECK (purpose IN ('register', 'sign_in')),
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX webauthn_challenges_expiry ON webauthn_challenges (expires_at);

@@ -36,6 +36,7 @@ describe('portal second factor in Chromium', { skip }, () => {
     await seedConnection(db, 1, 'MKT');
     await seedUser(db, { username: 'carla', password: 'carla-portal-pass', sellerId: 1 });
     await seedUser(db, { username: 'root', password: 'root-portal-pass', role: 'admin' });
+    await seedUser(db, { username: 'dora', password: 'dora-portal-pass', sellerId: 1 });
     app = await buildApp({ config, db, keys: await generateKeys(), clock, logger: false });
     await app.listen({ host: '127.0.0.1', port: 0 });
     origin = `http://localhost:${(app.server.address() as AddressInfo).port}`;
@@ -155,6 +156,58 @@ describe('portal second factor in Chromium', { skip }, () => {
     await page.getByLabel('Code').fill(totpAt(secret, clock.now()));
     await page.getByRole('button', { name: 'Verify' }).click();
     await heading(page, /Choose a marketplace|Webhooks in MKT/);
+  });
+
+  test('a passkey registered with Chromium\'s virtual authenticator signs in on its own, and stands in for the code', async () => {
+    const page = await newPage();
+    // A platform authenticator with user verification (as a phone or laptop would be), over the DevTools protocol.
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send('WebAuthn.enable');
+    const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+      options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+    });
+    await signIn(page, 'dora', 'dora-portal-pass');
+    await heading(page, 'Webhooks in MKT');
+    await page.goto(`${origin}/portal/account`);
+    await page.getByLabel('Name of the new passkey').fill('Laptop');
+    await page.getByRole('button', { name: 'Add a passkey' }).click();
+    await page.getByRole('cell', { name: 'Laptop', exact: true }).waitFor();
+    await checkPage(page, 'security-passkey');
+    const { credentials } = await cdp.send('WebAuthn.getCredentials', { authenticatorId });
+    assert.equal(credentials.length, 1);
+    assert.equal(credentials[0]!.isResidentCredential, true);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+
+    // Sign in with the passkey alone: no user name, no password.
+    await heading(page, 'Sign in');
+    await page.getByRole('button', { name: 'Use a passkey', exact: true }).click();
+    await heading(page, 'Webhooks in MKT');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+
+    // As the second factor: turn on an authenticator app too, then answer the code page with the passkey.
+    await page.goto(`${origin}/portal/login`);
+    await signIn(page, 'dora', 'dora-portal-pass');
+    await page.goto(`${origin}/portal/account`);
+    await page.getByRole('button', { name: 'Set up an authenticator app' }).click();
+    const secret = (await page.locator('#totp-secret').textContent())!.trim();
+    await page.getByLabel('Code').fill(totpAt(secret, clock.now()));
+    await page.getByRole('button', { name: 'Turn on' }).click();
+    await heading(page, 'Your recovery codes');
+    await page.goto(`${origin}/portal/account`);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await signIn(page, 'dora', 'dora-portal-pass');
+    await heading(page, 'Enter your code');
+    await page.getByRole('button', { name: 'Use a passkey instead' }).click();
+    await heading(page, 'Webhooks in MKT');
+    const { rows } = await db.query<{ detail: unknown }>(`SELECT detail FROM auth_events WHERE type = 'login_succeeded' AND username = 'dora' ORDER BY id DESC LIMIT 1`);
+    assert.deepEqual(rows[0]!.detail, { second_factor: 'passkey' });
+
+    // Without the authenticator, the passkey button fails with a message, and nothing signs in.
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await cdp.send('WebAuthn.removeVirtualAuthenticator', { authenticatorId });
+    await page.getByRole('button', { name: 'Use a passkey', exact: true }).click();
+    await page.locator('#passkey-status').filter({ hasText: /./ }).waitFor();
+    await heading(page, 'Sign in');
   });
 
   test('no page broke the CSP', () => {

@@ -6,6 +6,7 @@ import { findUserById } from '../accounts/accounts.repository.js';
 import type { LoginGuards } from '../auth/login.service.js';
 import { challengeUser, verifyLoginCode } from '../auth/mfa/mfa-login.js';
 import { deleteChallenge, findChallenge } from '../auth/mfa/mfa.repository.js';
+import { passkeysOf } from '../auth/mfa/passkeys.repository.js';
 import { activateTotp, disableTotp, replaceRecoveryCodesAudited, secondFactorStatus, startTotpEnrolment } from '../auth/mfa/mfa.service.js';
 import { originOf } from '../auth/request-origin.js';
 import type { TokenPair } from '../auth/token-pair.js';
@@ -38,7 +39,10 @@ function formError(error: unknown): AppError {
 export async function secondFactorPage(deps: FeatureDeps, error: AppError): Promise<Html | undefined> {
   const mfaToken = error.options.extensions?.mfa_token;
   if (typeof mfaToken !== 'string') return undefined;
-  if (error.code === 'mfa_required') return mfaCodePage({ mfaToken });
+  if (error.code === 'mfa_required') {
+    const user = await challengeUser(deps.db, await findChallenge(deps.db, mfaToken, 'login', deps.clock.now()));
+    return mfaCodePage({ mfaToken, passkeys: (await passkeysOf(deps.db, user.id)).length > 0 });
+  }
   const user = await challengeUser(deps.db, await findChallenge(deps.db, mfaToken, 'enroll', deps.clock.now()));
   const { secret, otpauth_url: url } = await startTotpEnrolment(deps, user.id);
   return requiredEnrolPage({ mfaToken, secret, qrDataUrl: await qrOf(url) });
@@ -103,8 +107,10 @@ export const portalMfaRoutes: FastifyPluginAsyncTypebox<MfaPortalDeps> = async (
     return { signedInAs: session.displayName, csrfToken: session.csrfToken };
   };
   const showSecurity = async (request: FastifyRequest, reply: FastifyReply, extra: { notice?: string; error?: string } = {}, status = 200) => {
-    const state = await secondFactorStatus(deps, accountSession(request).userId);
-    return sendPage(reply, securityPage(contextOf(request), { totp: state.totp, recoveryCodesLeft: state.recovery_codes_left, ...extra }), status);
+    const userId = accountSession(request).userId;
+    const state = await secondFactorStatus(deps, userId);
+    const passkeys = await passkeysOf(db, userId);
+    return sendPage(reply, securityPage(contextOf(request), { totp: state.totp, recoveryCodesLeft: state.recovery_codes_left, passkeys, ...extra }), status);
   };
 
   app.get('/portal/account', { schema: hide, preHandler: requireSession }, async (request, reply) => showSecurity(request, reply));

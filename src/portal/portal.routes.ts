@@ -22,6 +22,7 @@ import { portalWebhookRoutes } from './portal-webhooks.routes.js';
 import { portalDeliveryRoutes } from './portal-deliveries.routes.js';
 import { portalHistoryRoutes } from './portal-history.routes.js';
 import { portalMfaRoutes, secondFactorPage } from './portal-mfa.routes.js';
+import { portalPasskeyRoutes } from './portal-passkeys.routes.js';
 import type { TokenPair } from '../auth/token-pair.js';
 import { linkPage, loginPage, marketplacesPage } from './views/auth-pages.js';
 import { errorPage } from './views/error-page.js';
@@ -222,6 +223,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
   await app.register(portalDeliveryRoutes, { ...deps, requireSession });
   await app.register(portalHistoryRoutes, { ...deps, requireSession });
   await app.register(portalMfaRoutes, { ...deps, requireSession, guards, startPasswordSession });
+  await app.register(portalPasskeyRoutes, { ...deps, requireSession, guards, startPasswordSession });
 };
 
 export type PortalDeps = FeatureDeps & { requireSession: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown> };

@@ -1,5 +1,5 @@
 import { html, type Html } from '../html.js';
-import { csrfField, page, type PageContext } from './layout.js';
+import { csrfField, page, timestamp, type PageContext } from './layout.js';
 
 const codeField = (error?: string) => html`<div class="field">
     <label for="code">Code</label>
@@ -10,7 +10,7 @@ const codeField = (error?: string) => html`<div class="field">
 const alert = (error?: string) => error && html`<div class="alert error" role="alert"><p>${error}</p></div>`;
 
 /** Sign-in, second step: the password was right; the code finishes it. */
-export function mfaCodePage(state: { mfaToken: string; error?: string }) {
+export function mfaCodePage(state: { mfaToken: string; error?: string; passkeys?: boolean }) {
   return page('Enter your code', {}, html`
 <p>Your account has a second factor. Enter the code of your authenticator app, or one of your recovery codes.</p>
 ${alert(state.error)}
@@ -19,6 +19,7 @@ ${alert(state.error)}
   ${codeField(state.error)}
   <button type="submit">Verify</button>
 </form>
+${state.passkeys && html`<p><button type="button" class="secondary" data-passkey="sign-in" data-mfa-token="${state.mfaToken}">Use a passkey instead</button> <span id="passkey-status" role="status" aria-live="polite"></span></p>`}
 <p><a href="/portal/login">Start over</a></p>`);
 }
 
@@ -70,7 +71,14 @@ export function recoveryCodesPage(context: PageContext, codes: string[], next: {
 }
 
 /** The account's security page: the second factor's state and what can be done with it. */
-export function securityPage(context: PageContext, state: { totp: 'none' | 'pending' | 'active'; recoveryCodesLeft: number; notice?: string; error?: string }) {
+export interface PasskeyListItem {
+  id: string;
+  name: string;
+  created_at: Date;
+  last_used_at: Date | null;
+}
+
+export function securityPage(context: PageContext, state: { totp: 'none' | 'pending' | 'active'; recoveryCodesLeft: number; passkeys: PasskeyListItem[]; notice?: string; error?: string }) {
   return page('Sign-in security', context, html`
 ${state.notice && html`<div class="alert success" role="status"><p>${state.notice}</p></div>`}
 ${alert(state.error)}
@@ -86,5 +94,23 @@ ${state.totp === 'active'
 <form method="post" action="/portal/account/totp" hx-boost="false">
   ${csrfField(context)}
   <button type="submit">Set up an authenticator app</button>
-</form>`}`);
+</form>`}
+<h2>Passkeys</h2>
+<p>A passkey signs you in on its own (your device asks for its PIN, fingerprint or face), or instead of the code after your password.</p>
+${state.passkeys.length === 0
+    ? html`<p>No passkey yet.</p>`
+    : html`<table>
+  <caption>Your passkeys</caption>
+  <thead><tr><th scope="col">Name</th><th scope="col">Added</th><th scope="col">Last used</th><th scope="col">Action</th></tr></thead>
+  <tbody>${state.passkeys.map((key) => html`<tr>
+    <td>${key.name}</td><td>${timestamp(key.created_at)}</td><td>${timestamp(key.last_used_at, 'never')}</td>
+    <td><form method="post" action="/portal/account/passkeys/delete" hx-boost="false">${csrfField(context)}<input type="hidden" name="id" value="${key.id}"><button type="submit" class="secondary">Remove ${key.name}</button></form></td>
+  </tr>`)}</tbody>
+</table>`}
+<div class="field">
+  <label for="passkey-name">Name of the new passkey</label>
+  <input id="passkey-name" name="passkey_name" type="text" maxlength="100" value="Passkey">
+</div>
+${csrfField(context)}
+<p><button type="button" data-passkey="register">Add a passkey</button> <span id="passkey-status" role="status" aria-live="polite"></span></p>`);
 }
