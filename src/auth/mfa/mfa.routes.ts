@@ -40,12 +40,17 @@ export const mfaRoutes: FastifyPluginAsyncTypebox<FeatureDeps & { guards: LoginG
   const { guards } = deps;
   const requireUser = authenticate(deps);
 
+  /**
+   * Enrolment routes take an access token or an enrolment mfa_token in the body. A request with an
+   * Authorization header is authenticated before its body is read, like every authenticated route.
+   */
+  const userIfAuthorized = async (request: FastifyRequest, reply: FastifyReply) => {
+    if (request.headers.authorization !== undefined) await requireUser(request, reply);
+  };
+
   /** The user an enrolment request acts for: the access token's, or an enrolment token's. */
-  const enrollingUser = async (request: FastifyRequest, reply: FastifyReply, token: string | undefined): Promise<{ userId: number; enrolToken?: string }> => {
-    if (request.headers.authorization !== undefined) {
-      await requireUser(request, reply);
-      return { userId: userPrincipalOf(request).userId };
-    }
+  const enrollingUser = async (request: FastifyRequest, token: string | undefined): Promise<{ userId: number; enrolToken?: string }> => {
+    if (request.principal) return { userId: userPrincipalOf(request).userId };
     if (token === undefined) throw new AppError('unauthorized', 'Send Authorization: Bearer <access token>, or the mfa_token of a mfa_enrollment_required login.', { headers: { 'www-authenticate': 'Bearer' } });
     const user = await challengeUser(deps.db, await findChallenge(deps.db, token, 'enroll', deps.clock.now()));
     return { userId: user.id, enrolToken: token };
@@ -78,6 +83,7 @@ export const mfaRoutes: FastifyPluginAsyncTypebox<FeatureDeps & { guards: LoginG
   app.post(
     '/api/v2/auth/mfa/totp',
     {
+      onRequest: userIfAuthorized,
       bodyLimit: credentialsBodyLimit(deps.config),
       schema: {
         operationId: 'enrolTotp',
@@ -91,7 +97,7 @@ export const mfaRoutes: FastifyPluginAsyncTypebox<FeatureDeps & { guards: LoginG
       },
     },
     async (request, reply) => {
-      const { userId } = await enrollingUser(request, reply, mfaTokenOf(request.body));
+      const { userId } = await enrollingUser(request, mfaTokenOf(request.body));
       return reply.code(201).header('cache-control', 'no-store').send(await startTotpEnrolment(deps, userId));
     },
   );
@@ -99,6 +105,7 @@ export const mfaRoutes: FastifyPluginAsyncTypebox<FeatureDeps & { guards: LoginG
   app.post(
     '/api/v2/auth/mfa/totp/activate',
     {
+      onRequest: userIfAuthorized,
       bodyLimit: credentialsBodyLimit(deps.config),
       schema: {
         operationId: 'activateTotp',
@@ -111,7 +118,7 @@ export const mfaRoutes: FastifyPluginAsyncTypebox<FeatureDeps & { guards: LoginG
       },
     },
     async (request, reply) => {
-      const { userId, enrolToken } = await enrollingUser(request, reply, request.body.mfa_token);
+      const { userId, enrolToken } = await enrollingUser(request, request.body.mfa_token);
       await activateTotp(deps, userId, request.body.code, originOf(request));
       if (enrolToken) await deleteChallenge(deps.db, enrolToken);
       return reply.code(204).send(null);
