@@ -6,6 +6,7 @@ import { DEFAULT_JWT_ALGORITHM, JWT_ALGORITHMS } from './keys/jwt-algorithms.js'
 import { parseCorsOrigins } from './http/cors.js';
 import { parseNetworks } from './net/address-policy.js';
 import { parseTrustProxy } from './net/trusted-proxies.js';
+import { parseRoleList } from './auth/mfa/mfa-policy.js';
 
 /**
  * Every setting of Plaza, read from environment variables of the same name.
@@ -104,6 +105,9 @@ export const ConfigSchema = Type.Object({
   JWT_KEYS_RELOAD_SECONDS: Integer(10, 'How often each process reads the JWT signing keys from the database. A process also reads them before it signs or answers the JWKS with keys read longer ago (at most 30 s, so that every process publishes a new key within 60 s of `plaza keys rotate-jwt`).', 1, 30),
   JWKS_MAX_AGE_SECONDS: Integer(300, 'Cache-Control max-age of GET /.well-known/jwks.json. A rotated-in key is published 60 s + this + JWT_VERIFIER_COOLDOWN_SECONDS before it signs, so that a copy of the JWKS cached this long holds it.', 0, 86_400),
   JWT_VERIFIER_COOLDOWN_SECONDS: Integer(30, 'How long a verifier of the access tokens may wait before it fetches the JWKS again when it meets an unknown kid (jose\'s createRemoteJWKSet: 30 s by default); counted in the time a rotated-in key is published before it signs. `plaza keys rotate-jwt` writes the timeline with its own value of this and of JWKS_MAX_AGE_SECONDS: run it with the servers\' values.', 0, 3600),
+  MFA_REQUIRED_ROLES: Text('', 'Comma-separated roles (seller, marketplace, admin) whose users must have a second factor. A user of such a role without one gets 401 mfa_enrollment_required at login, with an mfa_token that only enrols a TOTP authenticator. Empty: a second factor is each user\'s choice.'),
+  MFA_TOKEN_TTL_SECONDS: Integer(300, 'Lifetime of the mfa_token a login answers when a second factor is needed (single use for mfa/verify).', 30, 3600),
+  MFA_ISSUER: Text('Plaza', 'Issuer name authenticator apps show beside a TOTP code (otpauth URL).'),
   REDIS_URL: OptionalText('redis://… Keeps login-limit counters in Redis instead of the database.'),
   REDIS_KEY_PREFIX: Text('plaza:', 'Prefix of every Redis key Plaza writes, so that several deployments can share one Redis.'),
 
@@ -257,6 +261,7 @@ const FORMAT_CHECKS: [keyof Config, (config: Config) => void][] = [
       if ((url?.protocol !== 'redis:' && url?.protocol !== 'rediss:') || url.hostname === '') throw new Error('must be a Redis URL (redis://host:6379 or rediss://…)');
     },
   ],
+  ['MFA_REQUIRED_ROLES', (config) => parseRoleList(config.MFA_REQUIRED_ROLES)],
   ['WEBHOOK_ALLOWED_NETWORKS', (config) => parseNetworks(config.WEBHOOK_ALLOWED_NETWORKS)],
   ['TRUST_PROXY', (config) => parseTrustProxy(config.TRUST_PROXY)],
   ['CORS_ORIGINS', (config) => parseCorsOrigins(config.CORS_ORIGINS)],

@@ -28,6 +28,8 @@ export interface Keys extends JwtKeySet {
   refreshSuccessorKey: Buffer;
   /** HMAC key of the login counters' account keys (login-limit-keys.ts). */
   loginCounterKey: Buffer;
+  /** AES-256 key that encrypts users' TOTP secrets at rest (src/auth/mfa). */
+  mfaSecretsKey: Buffer;
   secrets: SecretsKey;
   /** Where the JWT keys come from: the database (rotatable) or JWT_PRIVATE_KEY. */
   jwtSource: 'database' | 'environment' | 'memory';
@@ -117,11 +119,12 @@ export async function generateKeys(algorithm: JwtAlgorithm = DEFAULT_JWT_ALGORIT
   return { ...(await keySetOf(newPrivateKeyPem(algorithm))), ...derivedKeys(secrets.key), secrets, jwtSource: 'memory' };
 }
 
-export function derivedKeys(master: Buffer): Pick<Keys, 'webhookSecretsKey' | 'refreshSuccessorKey' | 'loginCounterKey'> {
+export function derivedKeys(master: Buffer): Pick<Keys, 'webhookSecretsKey' | 'refreshSuccessorKey' | 'loginCounterKey' | 'mfaSecretsKey'> {
   return {
     webhookSecretsKey: deriveKey(master, 'plaza webhook secrets'),
     refreshSuccessorKey: deriveKey(master, 'plaza refresh successor'),
     loginCounterKey: deriveKey(master, 'plaza login counters'),
+    mfaSecretsKey: deriveKey(master, 'plaza mfa secrets'),
   };
 }
 

@@ -10,7 +10,15 @@ export type AuthEventType =
   | 'logout'
   | 'revoke_all'
   | 'session_revoked'
-  | 'password_changed';
+  | 'password_changed'
+  // Second factor (src/auth/mfa): a right password that now needs a code, enrolment, a code used
+  // or refused, removal, new recovery codes.
+  | 'mfa_challenged'
+  | 'mfa_enrolled'
+  | 'mfa_used'
+  | 'mfa_failed'
+  | 'mfa_removed'
+  | 'mfa_recovery_codes_replaced';
 
 /** Who made a request: kept with every audit event. */
 export interface RequestOrigin {

@@ -14,21 +14,8 @@ import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from './password-strength.js
 import { sessionRoutes } from './sessions.routes.js';
 import { logout, revokeAll } from './sessions.service.js';
 import { UserName } from '../accounts/user-name.js';
-
-const TokenPairSchema = Type.Object(
-  {
-    token: Type.String({ description: 'Access token (JWT, typ at+jwt, signed with ES256 by default, or EdDSA or RS256: the alg of its key in the JWKS). A DPoP-bound one carries cnf.jkt.' }),
-    refresh_token: Type.String({ description: 'Opaque refresh token; single use, rotated at each refresh.' }),
-    user_id: Type.Integer(),
-    user_name: Type.String(),
-    seller_id: Type.Integer({ description: 'The seller in whose context later requests run.' }),
-    expires_in: Type.Integer({ description: 'Lifetime of the access token in seconds (900).' }),
-    token_type: Type.Enum(['Bearer', 'DPoP'], {
-      description: '`DPoP` when the request carried a DPoP proof (or the session was bound by one before): send the access token as `Authorization: DPoP <token>` with a proof, and refresh with a proof of the same key. `Bearer` otherwise.',
-    }),
-  },
-  { additionalProperties: false },
-);
+import { mfaRoutes } from './mfa/mfa.routes.js';
+import { DpopHeaders, TokenPairSchema } from './token-pair-schema.js';
 
 const LoginBody = Type.Object({
   username: UserName,
@@ -36,13 +23,6 @@ const LoginBody = Type.Object({
 });
 
 // RFC 9449: a login or refresh that carries a proof binds the session to the proof's key.
-const DpopHeaders = Type.Object({
-  dpop: Type.Optional(
-    Type.String({
-      description: 'A DPoP proof (RFC 9449): a JWT of typ dpop+jwt signed by the client\'s key (ES256, ES384, EdDSA, RS256, PS256), its public key in the header, with jti, htm POST, htu this URL and iat. Binds the session to that key; on refresh of a bound session it is required, from the same key.',
-    }),
-  ),
-});
 
 // A refused proof is 401 invalid_dpop_proof with the DPoP challenge.
 const proofRefusal = () => ({ 401: responseHeaders(problemResponses(401)[401] as object, 'WWW-Authenticate') });
@@ -67,7 +47,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
         operationId: 'login',
         tags: ['auth'],
         summary: 'Log in with user name and password',
-        description: 'Returns an access token and a refresh token. 429 carries Retry-After and retry_after while a login limit cools down; 503 with Retry-After when too many password checks are in progress in the process (ARGON2_MAX_IN_PROGRESS). With a DPoP header the session is bound to the proof\'s key (token_type DPoP); a bad proof is 401 invalid_dpop_proof.',
+        description: 'Returns an access token and a refresh token. 429 carries Retry-After and retry_after while a login limit cools down; 503 with Retry-After when too many password checks are in progress in the process (ARGON2_MAX_IN_PROGRESS). A user with a second factor gets 401 mfa_required with an mfa_token instead (finish with POST /api/v2/auth/mfa/verify); a user whose role requires one and who has none, 401 mfa_enrollment_required with an mfa_token that only enrols. With a DPoP header the session is bound to the proof\'s key (token_type DPoP); a bad proof is 401 invalid_dpop_proof.',
         headers: DpopHeaders,
         body: LoginBody,
         response: { 200: TokenPairSchema, ...problemResponses(400, 401, 403, 429, 503), ...proofRefusal() },
@@ -165,4 +145,5 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
   );
 
   await app.register(sessionRoutes, deps);
+  await app.register(mfaRoutes, { ...deps, guards });
 };

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { User } from '../accounts/accounts.repository.js';
 import { inactiveTenantOf } from '../accounts/tenant-state.js';
 import type { FeatureDeps } from '../deps.js';
 import { AppError } from '../http/errors.js';
@@ -7,6 +8,7 @@ import { recordAuthEvent, type RequestOrigin } from './auth-events.repository.js
 import type { VerifiedProof } from './dpop-proof.js';
 import { recordProof, replayedProof } from './dpop-replay.js';
 import { findLoginAccount } from './login-account.js';
+import { secondFactorChallenge, secondFactorOf } from './mfa/mfa-login.js';
 import { createLoginLimiter, type LoginLimiter } from './login-limits.js';
 import { needsRehash, reservePasswordWork } from './passwords.js';
 import { hashRefreshToken, newRefreshToken } from './refresh-tokens.js';
@@ -59,7 +61,7 @@ export function createLoginGuards(deps: FeatureDeps): LoginGuards {
  * with its first refresh token.
  */
 export async function login(deps: FeatureDeps, guards: LoginGuards, input: LoginInput): Promise<TokenPair> {
-  const { db, config, clock } = deps;
+  const { db, clock } = deps;
   const { limiter } = guards;
   const { origin } = input;
   const now = clock.now();
@@ -70,6 +72,7 @@ export async function login(deps: FeatureDeps, guards: LoginGuards, input: Login
   const work = reservePasswordWork();
   // The hash the password was verified against, as stored now.
   let verifiedHash: string;
+  let secondFactor: Awaited<ReturnType<typeof secondFactorOf>>;
   try {
     const decision = await limiter.attempt(limiterAccount, origin.ip, now);
     if (!decision.allowed) {
@@ -91,7 +94,10 @@ export async function login(deps: FeatureDeps, guards: LoginGuards, input: Login
       await recordAuthEvent(db, { type: 'login_failed', at: now, origin, userId: user.id, username: user.username, detail: { reason } });
       throw invalidCredentials();
     }
-    await limiter.succeeded(limiterAccount, origin.ip, now);
+    // With a second factor pending, the attempt stays counted as a failure until its code is right
+    // (src/auth/mfa/mfa-login.ts): a right password alone does not reset the limits for code guesses.
+    secondFactor = await secondFactorOf(deps, user);
+    if (secondFactor !== 'totp') await limiter.succeeded(limiterAccount, origin.ip, now);
     verifiedHash = user.password_hash;
     if (needsRehash(user.password_hash)) {
       const rehashed = await work.hash(input.password);
@@ -102,6 +108,26 @@ export async function login(deps: FeatureDeps, guards: LoginGuards, input: Login
     work.release();
   }
 
+  if (secondFactor !== 'none') throw await secondFactorChallenge(deps, user, secondFactor, verifiedHash, origin, now);
+  return openSession(deps, user, (stored) => stored === verifiedHash, origin, now, { dpop: input.dpop });
+}
+
+/**
+ * Opens the session of a user whose credentials were verified (a password, and a second factor
+ * when one is needed): the user's state is read under its lock and must still be what was
+ * verified (`sameCredentials` of the stored password hash), then the session and its first
+ * refresh token are written with the audit row. A DPoP proof of the request binds the session.
+ */
+export async function openSession(
+  deps: FeatureDeps,
+  user: User,
+  sameCredentials: (storedPasswordHash: string) => boolean,
+  origin: RequestOrigin,
+  now: Date,
+  options: { auditDetail?: Record<string, unknown>; dpop?: VerifiedProof } = {},
+): Promise<TokenPair> {
+  const { db, config } = deps;
+  const { auditDetail, dpop } = options;
   const sessionId = randomUUID();
   const refreshToken = newRefreshToken();
   // The password was verified outside this transaction (it is slow), so the user's state is read
@@ -110,12 +136,12 @@ export async function login(deps: FeatureDeps, guards: LoginGuards, input: Login
   const refusal = await db.transaction(async (tx) => {
     const account = await lockAccount(tx, user.id);
     if (!account) return 'user_deleted';
-    if (account.password_hash !== verifiedHash) return 'password_changed';
+    if (!sameCredentials(account.password_hash)) return 'password_changed';
     if (!account.active) return 'user_inactive';
     if (!account.tenant_active) return 'tenant_inactive';
     // Recorded only now, after a correct password: nobody fills the replay store without one.
-    if (input.dpop && !(await recordProof(tx, input.dpop))) return 'dpop_proof_replayed';
-    const dpopJkt = input.dpop?.jkt ?? null;
+    if (dpop && !(await recordProof(tx, dpop))) return 'dpop_proof_replayed';
+    const dpopJkt = dpop?.jkt ?? null;
     await insertSession(tx, { id: sessionId, userId: user.id, now, userAgent: origin.userAgent, ip: origin.ip, dpopJkt });
     await insertRefreshToken(tx, {
       hash: hashRefreshToken(refreshToken),
@@ -125,7 +151,7 @@ export async function login(deps: FeatureDeps, guards: LoginGuards, input: Login
       issuedAt: now,
       expiresAt: refreshExpiry(now, config.REFRESH_TOKEN_TTL_SECONDS),
     });
-    await recordAuthEvent(tx, { type: 'login_succeeded', at: now, origin, userId: user.id, username: user.username, sessionId });
+    await recordAuthEvent(tx, { type: 'login_succeeded', at: now, origin, userId: user.id, username: user.username, sessionId, ...(auditDetail ? { detail: auditDetail } : {}) });
     return undefined;
   });
   if (refusal) {
@@ -137,5 +163,5 @@ export async function login(deps: FeatureDeps, guards: LoginGuards, input: Login
     if (refusal === 'dpop_proof_replayed') throw replayedProof();
     throw invalidCredentials();
   }
-  return tokenPair(deps, user, sessionId, refreshToken, now, input.dpop?.jkt ?? null);
+  return tokenPair(deps, user, sessionId, refreshToken, now, dpop?.jkt ?? null);
 }

@@ -87,7 +87,7 @@ export const keyCommands: Command[] = [
         throw error;
       }
       staged?.commit();
-      ctx.out(`Re-encrypted ${moved.webhooks} webhook(s) and ${moved.jwtKeys} JWT key(s); new fingerprint ${fingerprintOf(next)}.`);
+      ctx.out(`Re-encrypted ${moved.webhooks} webhook(s), ${moved.jwtKeys} JWT key(s) and ${moved.totpSecrets} TOTP secret(s); new fingerprint ${fingerprintOf(next)}.`);
       if (fromFile) {
         ctx.out(`${current.source} now holds the new key. Restart the running processes.`);
       } else {

@@ -7,10 +7,10 @@ import { fingerprintOf, sealCheck, verifySecretsKey, type SecretsKey } from './s
 
 /**
  * Re-encrypts every secret the database holds under a new master key, in one transaction: the
- * webhook secrets (current and previous), the JWT private keys, and the check value. Either all
+ * webhook secrets (current and previous), the JWT private keys, the users' TOTP secrets, and the check value. Either all
  * of it moves to the new key or nothing does. Returns how many rows moved.
  */
-export async function rotateSecretsKey(db: Database, current: SecretsKey, next: Buffer, now: Date): Promise<{ webhooks: number; jwtKeys: number }> {
+export async function rotateSecretsKey(db: Database, current: SecretsKey, next: Buffer, now: Date): Promise<{ webhooks: number; jwtKeys: number; totpSecrets: number }> {
   const from = derivedKeys(current.key).webhookSecretsKey;
   const to = derivedKeys(next).webhookSecretsKey;
   return db.transaction(async (tx) => {
@@ -37,7 +37,12 @@ export async function rotateSecretsKey(db: Database, current: SecretsKey, next: 
       const pem = decryptSecret(jwtEncryptionKey(current.key), row.private_key_encrypted);
       await tx.query(`UPDATE jwt_signing_keys SET private_key_encrypted = $2 WHERE kid = $1`, [row.kid, encryptSecret(jwtEncryptionKey(next), pem)]);
     }
+    const totp = await tx.query<{ user_id: number; secret_encrypted: string }>(`SELECT user_id, secret_encrypted FROM mfa_totp FOR UPDATE`);
+    const [totpFrom, totpTo] = [derivedKeys(current.key).mfaSecretsKey, derivedKeys(next).mfaSecretsKey];
+    for (const row of totp.rows) {
+      await tx.query(`UPDATE mfa_totp SET secret_encrypted = $2 WHERE user_id = $1`, [row.user_id, encryptSecret(totpTo, decryptSecret(totpFrom, row.secret_encrypted))]);
+    }
     await tx.query(`UPDATE secrets_key_check SET fingerprint = $1, sealed = $2, updated_at = $3`, [fingerprintOf(next), sealCheck(next), now]);
-    return { webhooks: webhooks.rowCount, jwtKeys: jwtKeys.rowCount };
+    return { webhooks: webhooks.rowCount, jwtKeys: jwtKeys.rowCount, totpSecrets: totp.rowCount };
   });
 }

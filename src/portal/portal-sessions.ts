@@ -20,6 +20,8 @@ export interface PortalSession {
   /** The link that opened the session (portal_links.id), named in the webhook history; null after a password sign-in. */
   portalLinkId: number | null;
   displayName: string;
+  /** Opened by a portal link (acting as its maker), not by the user's own sign-in: no account pages. */
+  viaLink: boolean;
 }
 
 export interface NewPortalSession {
@@ -94,6 +96,7 @@ export async function findPortalSession(db: Queryable, cookie: string, now: Date
     scopeSeller: row.scope_seller,
     portalLinkId: row.portal_link_id === null ? null : Number(row.portal_link_id),
     displayName: row.display_name,
+    viaLink: row.auth_session_id === null,
   };
 }
 

@@ -21,6 +21,9 @@ import { registerPortalAssets } from './portal-assets.js';
 import { portalWebhookRoutes } from './portal-webhooks.routes.js';
 import { portalDeliveryRoutes } from './portal-deliveries.routes.js';
 import { portalHistoryRoutes } from './portal-history.routes.js';
+import { portalMfaRoutes, secondFactorPage } from './portal-mfa.routes.js';
+import { portalPasskeyRoutes } from './portal-passkeys.routes.js';
+import type { TokenPair } from '../auth/token-pair.js';
 import { linkPage, loginPage, marketplacesPage } from './views/auth-pages.js';
 import { errorPage } from './views/error-page.js';
 
@@ -134,6 +137,25 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
       maxAge: config.PORTAL_SESSION_TTL_SECONDS,
     });
 
+  /** After a sign-in that answered the login result: a portal session for it (the tokens stay here). */
+  const startPasswordSession = async (request: FastifyRequest, reply: FastifyReply, pair: TokenPair) => {
+    const principal = await verifyAccessToken(keys, config, pair.token, clock.now());
+    const id = await createPortalSession(db, {
+      userId: principal.userId,
+      authSessionId: principal.sessionId,
+      role: principal.role,
+      sellerId: principal.sellerId,
+      marketplaceCode: principal.marketplaceCode,
+      scopeMarketplace: null,
+      scopeSeller: null,
+      portalLinkId: null,
+      displayName: pair.user_name,
+      now: clock.now(),
+      ttlSeconds: config.PORTAL_SESSION_TTL_SECONDS,
+    });
+    startSession(reply, request, id);
+  };
+
   app.get('/portal/login', { schema: hide }, async (_request, reply) => sendPage(reply, loginPage({})));
 
   app.post('/portal/login', { schema: { ...hide, body: LoginForm } }, async (request, reply) => {
@@ -143,24 +165,13 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
       // The API's own login: the same limits, audit and password checks. The tokens stay here:
       // the browser gets only the portal cookie.
       const pair = await login(deps, guards, { username, password, origin: originOf(request) });
-      const principal = await verifyAccessToken(keys, config, pair.token, clock.now());
-      const id = await createPortalSession(db, {
-        userId: principal.userId,
-        authSessionId: principal.sessionId,
-        role: principal.role,
-        sellerId: principal.sellerId,
-        marketplaceCode: principal.marketplaceCode,
-        scopeMarketplace: null,
-        scopeSeller: null,
-        portalLinkId: null,
-        displayName: pair.user_name,
-        now: clock.now(),
-        ttlSeconds: config.PORTAL_SESSION_TTL_SECONDS,
-      });
-      startSession(reply, request, id);
+      await startPasswordSession(request, reply, pair);
       return reply.redirect('/portal', 303);
     } catch (error) {
       if (!(error instanceof AppError) || error.status >= 500) throw error;
+      // The right password of a user with a second factor: the code (or the enrolment) comes next.
+      const secondStep = await secondFactorPage(deps, error);
+      if (secondStep) return sendPage(reply, secondStep);
       if (error.options.headers?.['retry-after']) reply.header('retry-after', error.options.headers['retry-after']);
       return sendPage(reply, loginPage({ username, error: error.detail }), error.status);
     }
@@ -216,6 +227,8 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
   await app.register(portalWebhookRoutes, { ...deps, requireSession });
   await app.register(portalDeliveryRoutes, { ...deps, requireSession });
   await app.register(portalHistoryRoutes, { ...deps, requireSession });
+  await app.register(portalMfaRoutes, { ...deps, requireSession, guards, startPasswordSession });
+  await app.register(portalPasskeyRoutes, { ...deps, requireSession, guards, startPasswordSession });
 };
 
 export type PortalDeps = FeatureDeps & { requireSession: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown> };

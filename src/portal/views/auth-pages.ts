@@ -16,7 +16,8 @@ ${state.error && html`<div class="alert error" role="alert"><p>${state.error}</p
     <input id="password" name="password" type="password" autocomplete="current-password" required>
   </div>
   <button type="submit">Sign in</button>
-</form>`);
+</form>
+<p><button type="button" class="secondary" data-passkey="sign-in">Use a passkey</button> <span id="passkey-status" role="status" aria-live="polite"></span></p>`);
 }
 
 /** token null: the link was unknown, expired or used already (not told apart). */

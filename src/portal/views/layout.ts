@@ -31,6 +31,8 @@ export function page(title: string, context: PageContext, body: Html): Html {
 <link rel="stylesheet" href="/portal/assets/portal.css">
 <script src="/portal/assets/htmx.min.js" defer></script>
 <script src="/portal/assets/portal.js" defer></script>
+<script src="/portal/assets/simplewebauthn-browser.js" defer></script>
+<script src="/portal/assets/passkeys.js" defer></script>
 </head>
 <body hx-boost="true">
 <a class="skip" href="#main">Skip to content</a>
@@ -40,6 +42,7 @@ export function page(title: string, context: PageContext, body: Html): Html {
     <ul>
       ${mkt && html`<li><a href="/portal/${mkt}/webhooks">Webhooks</a></li>
       <li><a href="/portal/${mkt}/events">Event catalogue</a></li>`}
+      <li><a href="/portal/account">Sign-in security</a></li>
     </ul>
   </nav>
   <form method="post" action="/portal/logout" class="signout">
