@@ -6,6 +6,7 @@ import { seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { pruneAuthRecords } from './auth-maintenance.js';
 import { claimsOf, getProducts, postLogin, postRefresh, refreshTokensOf } from './auth-test-kit.js';
+import { codeOf, enrolTotp, verifyMfa } from './mfa/mfa-test-kit.js';
 import type { TokenPair } from './token-pair.js';
 
 /** A client's DPoP key, as a client library holds it. */
@@ -27,6 +28,7 @@ const BASE = 'http://localhost:80';
 const LOGIN = `${BASE}/api/v2/auth/login`;
 const REFRESH = `${BASE}/api/v2/auth/refresh`;
 const PRODUCTS = `${BASE}/api/v2/products`;
+const MFA_VERIFY = `${BASE}/api/v2/auth/mfa/verify`;
 
 interface ProofOptions {
   htm?: string;
@@ -313,6 +315,26 @@ describe('DPoP (RFC 9449) under attack', () => {
     const pruned = await pruneAuthRecords(ctx.db, later, { refreshTokenTtlSeconds: ctx.config.REFRESH_TOKEN_TTL_SECONDS, auditRetentionDays: ctx.config.AUTH_AUDIT_RETENTION_DAYS });
     assert.ok(pruned.dpopProofs > 0);
     assert.equal(await storedProofs(), 0);
+  });
+
+  test('a login finished with a second factor is bound by the proof sent with mfa/verify, as a one-step login is by the login\'s', async () => {
+    const mfaUser = await seedUser(ctx.db, { username: 'dpop-mfa' });
+    const secret = await enrolTotp(ctx, mfaUser);
+    const key = await clientKey();
+    const challenge = await postLogin(ctx, { username: mfaUser.username, password: mfaUser.password }, { dpop: await proof(key) });
+    assert.equal(challenge.statusCode, 401, challenge.body);
+    assert.equal(challenge.json().code, 'mfa_required');
+    const verified = await verifyMfa(ctx, { mfa_token: challenge.json().mfa_token, code: codeOf(ctx, secret) }, { dpop: await proof(key, { htu: MFA_VERIFY }) });
+    assert.equal(verified.statusCode, 200, verified.body);
+    const pair = verified.json() as TokenPair;
+    assert.equal(pair.token_type, 'DPoP');
+    assert.deepEqual(claimsOf(pair.token).cnf, { jkt: key.jkt });
+    // Bound like any other DPoP session: as a Bearer token it is refused, with a proof it works.
+    assert.equal((await getProducts(ctx, pair.token)).statusCode, 401);
+    assert.equal((await getWithDpop(pair.token, await proof(key, { htm: 'GET', htu: PRODUCTS, accessToken: pair.token }))).statusCode, 200);
+    // And its refresh needs that key.
+    assert.equal((await refreshWith(undefined, pair.refresh_token)).statusCode, 401);
+    assert.equal((await refreshWith(key, pair.refresh_token)).statusCode, 200);
   });
 });
 
