@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { FeatureDeps } from '../deps.js';
 import { credentialsBodyLimit } from '../http/body-limits.js';
-import { problemResponses, responseHeaders } from '../http/openapi.js';
+import { problemResponses } from '../http/openapi.js';
 import { authenticate, userPrincipalOf } from './authenticate.js';
 import { tokenRequestProof } from './dpop-proof.js';
 import { createLoginGuards, login } from './login.service.js';
@@ -15,7 +15,7 @@ import { sessionRoutes } from './sessions.routes.js';
 import { logout, revokeAll } from './sessions.service.js';
 import { UserName } from '../accounts/user-name.js';
 import { mfaRoutes } from './mfa/mfa.routes.js';
-import { DpopHeaders, TokenPairSchema } from './token-pair-schema.js';
+import { DpopHeaders, proofRefusal, TokenPairSchema } from './token-pair-schema.js';
 
 const LoginBody = Type.Object({
   username: UserName,
@@ -24,8 +24,6 @@ const LoginBody = Type.Object({
 
 // RFC 9449: a login or refresh that carries a proof binds the session to the proof's key.
 
-// A refused proof is 401 invalid_dpop_proof with the DPoP challenge.
-const proofRefusal = () => ({ 401: responseHeaders(problemResponses(401)[401] as object, 'WWW-Authenticate') });
 
 // Malformed but present tokens are a 401 (like unknown ones), not a 400.
 const RefreshBody = Type.Object({ refresh_token: Type.String({ minLength: 1, maxLength: 1024 }) });

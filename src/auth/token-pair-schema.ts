@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { problemResponses, responseHeaders } from '../http/openapi.js';
 
 /** The login result as the API documents it: login, refresh and mfa/verify answer it. */
 export const TokenPairSchema = Type.Object(
@@ -24,3 +25,6 @@ export const DpopHeaders = Type.Object({
     }),
   ),
 });
+
+/** A refused proof is 401 invalid_dpop_proof with the DPoP challenge (WWW-Authenticate). */
+export const proofRefusal = () => ({ 401: responseHeaders(problemResponses(401)[401] as object, 'WWW-Authenticate') });

@@ -10,7 +10,7 @@ import { tokenRequestProof } from '../dpop-proof.js';
 import type { LoginGuards } from '../login.service.js';
 import { PASSWORD_MAX_LENGTH } from '../password-strength.js';
 import { originOf } from '../request-origin.js';
-import { DpopHeaders, TokenPairSchema } from '../token-pair-schema.js';
+import { DpopHeaders, proofRefusal, TokenPairSchema } from '../token-pair-schema.js';
 import { challengeUser, verifyLoginCode } from './mfa-login.js';
 import { deleteChallenge, findChallenge } from './mfa.repository.js';
 import { activateTotp, disableTotp, newRecoveryCodes, secondFactorStatus, startTotpEnrolment } from './mfa.service.js';
@@ -182,7 +182,7 @@ export const mfaRoutes: FastifyPluginAsyncTypebox<FeatureDeps & { guards: LoginG
         description: 'Takes the mfa_token of a 401 mfa_required login answer and a code (authenticator or recovery code); answers the login result. The token works once (and dies after 5 wrong codes); a code works once. Wrong codes count towards the login limits of the user and the address: 429 with Retry-After as for logins. With a DPoP header the session is bound to the proof\'s key, as at login.',
         headers: DpopHeaders,
         body: Type.Object({ mfa_token: MfaToken, code: Code }, { additionalProperties: false }),
-        response: { 200: TokenPairSchema, ...problemResponses(400, 401, 403, 429, 503) },
+        response: { 200: TokenPairSchema, ...problemResponses(400, 401, 403, 429, 503), ...proofRefusal() },
       },
     },
     async (request, reply) => {
