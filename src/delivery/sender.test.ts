@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { Agent } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import { RESPONSE_BODY_LIMIT, sendNotification } from './sender.js';
 
 /** Resolved when the receiver sees the connection of /endless closed. */
@@ -167,4 +167,24 @@ describe('sender: one notification over undici dispatch', () => {
     const result = await sendNotification(agent, { url: 'ftp://127.0.0.1/', messageId: 'm', body: '{}', keys: [], headers: {}, timestampSeconds: 1 }, 2000);
     assert.deepEqual([result.statusCode, result.error, result.requestHeaders], [null, 'unsupported URL scheme ftp:', null]);
   });
+});
+
+test("the handler speaks undici 7's dispatch-handler API, not the deprecated callbacks its next major drops", async () => {
+  let handler: Dispatcher.DispatchHandler | undefined;
+  // A dispatcher that answers through the documented API only: 204 with two Retry-After headers.
+  const dispatcher = {
+    dispatch(_options: Dispatcher.DispatchOptions, given: Dispatcher.DispatchHandler) {
+      handler = given;
+      const controller = { aborted: false, paused: false, reason: null, abort() {}, pause() {}, resume() {} };
+      given.onRequestStart!(controller, {});
+      given.onResponseStart!(controller, 204, { 'retry-after': ['5', '9'] }, 'No Content');
+      given.onResponseData!(controller, Buffer.from('ok'));
+      given.onResponseEnd!(controller, {});
+      return true;
+    },
+  } as unknown as Dispatcher;
+  const result = await sendNotification(dispatcher, { url: 'http://127.0.0.1:9/h', messageId: 'm', body: '{}', keys: [Buffer.from('k')], headers: {}, timestampSeconds: 1 }, 60_000);
+  assert.deepEqual([result.statusCode, result.error, result.retryAfter, result.responseBody], [204, null, '5', 'ok']);
+  const legacy = ['onConnect', 'onHeaders', 'onData', 'onComplete', 'onError'].filter((name) => name in handler!);
+  assert.deepEqual(legacy, []);
 });

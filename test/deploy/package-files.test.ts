@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { projectRoot } from '../../src/paths.js';
 
@@ -14,4 +16,12 @@ test('the npm package holds no test, test kit or fixture', () => {
   // The webhooks' "send a test notification" feature (delivery/test-notification.*) is product code.
   const testish = paths.filter((path) => /test|kit|fixtures/i.test(path.replace(/(^|\/)test-notification\./, '$1')));
   assert.deepEqual(testish, []);
+});
+
+test("the Node types are those of the oldest supported Node line, so no newer API type-checks", () => {
+  const pkg = JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8')) as { engines: { node: string }; devDependencies: Record<string, string> };
+  const oldest = /^\^?(\d+)\./.exec(pkg.engines.node)![1];
+  assert.match(pkg.devDependencies['@types/node']!, new RegExp(`^\\^${oldest}\\.`));
+  const installed = JSON.parse(readFileSync(join(projectRoot, 'node_modules/@types/node/package.json'), 'utf8')) as { version: string };
+  assert.equal(installed.version.split('.')[0], oldest);
 });
