@@ -2,8 +2,10 @@ import module from 'node:module';
 
 // V8's compile cache (Node 22.1 and later; NODE_COMPILE_CACHE names its directory, else the OS's
 // temporary one): a later start reuses the compiled code of the hundreds of modules Plaza loads instead
-// of compiling them again. Enabled before they are imported, hence the dynamic imports below.
-(module as { enableCompileCache?: () => unknown }).enableCompileCache?.();
+// of compiling them again. Enabled before they are imported, hence the dynamic imports below. Called
+// optionally: on a Node 20 (past its end of life, still some machines' default, where CI's production
+// path runs) Plaza starts without the cache rather than failing.
+module.enableCompileCache?.();
 const { processContext } = await import('./cli/process-context.js');
 const { runCli } = await import('./cli/run.js');
 

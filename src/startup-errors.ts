@@ -1,3 +1,5 @@
+import { MigrationMismatchError } from './db/migrate.js';
+
 /**
  * Start-up failures an operator fixes outside Plaza (a database name, a password, a port): one line
  * naming the cause instead of a stack trace. Returns undefined for anything else, which stays a
@@ -6,6 +8,8 @@
 export function describeStartupError(error: unknown): string | undefined {
   if (!(error instanceof Error)) return undefined;
   if (error instanceof ListenError) return describeListenError(error);
+  // An applied migration's file changed or its number was reused: the message names the file.
+  if (error instanceof MigrationMismatchError) return error.message;
   // pg's own wording when DATABASE_URL asks for TLS (sslmode=require) and the server has none.
   if (/does not support SSL connections/.test(error.message)) return 'the database server in DATABASE_URL does not accept TLS connections, which the URL requires (sslmode); enable TLS on the server or change sslmode';
   // A wrapper without a code of its own (DatabaseUnavailableError): the cause says what happened.

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectRoot } from '../paths.js';
@@ -9,26 +10,45 @@ export interface Migration {
   version: number;
   name: string;
   sql: string;
+  /** sha256 (hex) of the file's bytes, recorded when it is applied and compared at every start. */
+  checksum: string;
 }
+
+export const migrationChecksum = (bytes: Buffer | string) => createHash('sha256').update(bytes).digest('hex');
 
 export function readMigrations(dir = migrationsDir): Migration[] {
   return readdirSync(dir)
     .filter((file) => /^\d{3}_[a-z0-9_]+\.sql$/.test(file))
     .sort()
-    .map((file) => ({ version: Number(file.slice(0, 3)), name: file.replace(/\.sql$/, ''), sql: readFileSync(join(dir, file), 'utf8') }));
+    .map((file) => {
+      const bytes = readFileSync(join(dir, file));
+      return { version: Number(file.slice(0, 3)), name: file.replace(/\.sql$/, ''), sql: bytes.toString('utf8'), checksum: migrationChecksum(bytes) };
+    });
 }
 
 /**
- * Applies the forward-only migrations not yet recorded, each in its own transaction.
+ * An applied migration that is not the file of the same number any more: the schema this database
+ * has is not the one the files describe, and applying later migrations on it could break it further.
+ * Start and `plaza migrate` stop with this one line (exit 2; startup-errors.ts).
+ */
+export class MigrationMismatchError extends Error {}
+
+/**
+ * Applies the forward-only migrations not yet recorded, each in its own transaction, after checking
+ * that every applied one is still its file (same name, same checksum).
  * An advisory lock lets several processes start against one PostgreSQL at once.
  * Returns the names of the migrations it applied.
  */
 export async function migrate(db: Database, migrations = readMigrations()): Promise<string[]> {
-  await createMigrationsTable(db);
+  await db.transaction(async (tx) => {
+    await lockMigrations(tx);
+    await createMigrationsTable(tx);
+    await checkApplied(tx, migrations);
+  });
   const applied: string[] = [];
   for (const migration of migrations) {
     await db.transaction(async (tx) => {
-      await tx.query(`SELECT pg_advisory_xact_lock(hashtext('plaza:migrate'))`);
+      await lockMigrations(tx);
       const done = await tx.query(`SELECT 1 FROM schema_migrations WHERE version = $1`, [migration.version]);
       if (done.rowCount > 0) return;
       await applyMigration(tx, migration);
@@ -38,16 +58,62 @@ export async function migrate(db: Database, migrations = readMigrations()): Prom
   return applied;
 }
 
+const lockMigrations = (tx: Queryable) => tx.query(`SELECT pg_advisory_xact_lock(hashtext('plaza:migrate'))`);
+
+/**
+ * The table of applied migrations, which this runner owns: created here, and given the checksum
+ * column here when it predates it (nullable: the previous release inserts rows without one).
+ */
 export async function createMigrationsTable(db: Queryable): Promise<void> {
   await db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
     version integer PRIMARY KEY,
     name text NOT NULL,
-    applied_at timestamptz NOT NULL DEFAULT now()
+    applied_at timestamptz NOT NULL DEFAULT now(),
+    checksum text
   )`);
+  // Looked up first: ALTER TABLE takes an exclusive lock even when the column is there.
+  const { rowCount } = await db.query(
+    `SELECT 1 FROM pg_attribute WHERE attrelid = 'schema_migrations'::regclass AND attname = 'checksum' AND NOT attisdropped`,
+  );
+  if (rowCount === 0) await db.exec(`ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS checksum text`);
+}
+
+/**
+ * Every applied migration that has a file must be that file: the same name (a number is never
+ * reused) and the same bytes. A row without a checksum (applied before checksums were recorded, or
+ * by the previous release) takes the file's as it is now, once. A row with no file of its number is
+ * left alone: a newer release applied it, and this one runs beside it during a rolling upgrade.
+ */
+async function checkApplied(tx: Queryable, migrations: Migration[]): Promise<void> {
+  const { rows } = await tx.query<{ version: number; name: string; checksum: string | null }>(
+    `SELECT version, name, checksum FROM schema_migrations ORDER BY version`,
+  );
+  const byVersion = new Map(migrations.map((migration) => [migration.version, migration]));
+  for (const row of rows) {
+    const file = byVersion.get(row.version);
+    if (!file) continue;
+    if (file.name !== row.name) {
+      throw new MigrationMismatchError(
+        `migration number ${String(row.version).padStart(3, '0')} was applied to this database as ${row.name}.sql, but migrations/${file.name}.sql now has that number: ` +
+          'the database never got this file; recreate a development database, or see docs/operations.md (Migrations)',
+      );
+    }
+    if (row.checksum === null) {
+      await tx.query(`UPDATE schema_migrations SET checksum = $2 WHERE version = $1 AND checksum IS NULL`, [row.version, file.checksum]);
+    } else if (row.checksum !== file.checksum) {
+      throw new MigrationMismatchError(
+        `migrations/${file.name}.sql has changed since it was applied to this database (sha256 ${row.checksum.slice(0, 12)}… applied, ${file.checksum.slice(0, 12)}… now): ` +
+          'put the applied file back and write the change as a new migration; see docs/operations.md (Migrations)',
+      );
+    }
+  }
 }
 
 /** Runs one migration and records it, inside the caller's transaction (restore runs several in one). */
 export async function applyMigration(tx: Queryable, migration: Migration, appliedAt?: string): Promise<void> {
   await tx.exec(migration.sql);
-  await tx.query(`INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, COALESCE($3::timestamptz, now()))`, [migration.version, migration.name, appliedAt ?? null]);
+  await tx.query(
+    `INSERT INTO schema_migrations (version, name, applied_at, checksum) VALUES ($1, $2, COALESCE($3::timestamptz, now()), $4)`,
+    [migration.version, migration.name, appliedAt ?? null, migration.checksum],
+  );
 }

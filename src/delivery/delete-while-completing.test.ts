@@ -54,6 +54,7 @@ describe('deleting a webhook while its deliveries complete', () => {
       assert.equal(keptRows.rowCount, 15);
       for (const row of keptRows.rows) assert.deepEqual(row, { status: round % 2 ? 'pending' : 'succeeded', attempts: 1 });
       const keptIds = claimed.filter((delivery) => delivery.webhook_id === kept.id).map((delivery) => delivery.id);
+      assert.equal(keptIds.length, 15);
       assert.ok(keptIds.every((id) => recorded.recorded.has(id)));
       const orphans = await ctx.db.query(`SELECT 1 FROM delivery_attempts a LEFT JOIN deliveries d ON d.id = a.delivery_id WHERE d.id IS NULL`);
       assert.equal(orphans.rowCount, 0);

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { packageVersion } from '../paths.js';
 import { isReservedHeader } from '../webhooks/reserved-headers.js';
@@ -84,9 +85,14 @@ function failed(started: number, error: string, requestHeaders: Record<string, s
  * the answer, and settles once, with the answer or the reason there is none. A timer bounds the
  * whole exchange; the request is aborted when it fires, when shutdown aborts `signal`, or once the
  * kept prefix is full (the rest of a large answer is not read).
+ *
+ * undici 7's dispatch-handler API (onRequestStart … onResponseError, with the request's controller),
+ * not the callbacks before it (onConnect, onHeaders, onData, onComplete, onError), which undici 7
+ * keeps as deprecated and its next major drops.
  */
 class Exchange implements Dispatcher.DispatchHandler {
-  private abortRequest: ((reason: Error) => void) | undefined;
+  /** The request's controller, once it is given a connection. */
+  private controller: Dispatcher.DispatchController | undefined;
   /** Why this side ended the exchange, once it did: the request is aborted as soon as it can be. */
   private stoppedWith: string | undefined;
   private settled = false;
@@ -112,37 +118,33 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   /**
    * Ends the exchange from this side (a timeout, shutdown): with no answer, `reason`; once the
-   * status came, with that answer and what came of its body (see onError).
+   * status came, with that answer and what came of its body (see onResponseError).
    */
   stop(reason: string): void {
     if (this.settled) return;
     this.stoppedWith = reason;
-    // Settled first: the abort calls onError at once, whose error only repeats the reason.
+    // Settled first: the abort calls onResponseError at once, whose error only repeats the reason.
     if (this.statusCode !== 0) this.answered();
     else this.settle(failed(this.started, reason, this.requestHeaders));
-    this.abortRequest?.(new Error(reason));
+    this.controller?.abort(new Error(reason));
   }
 
-  onConnect(abort: (reason?: Error) => void): void {
+  onRequestStart(controller: Dispatcher.DispatchController): void {
     // Called when the request is given a connection: a stop before that aborts it now.
-    if (this.stoppedWith !== undefined) abort(new Error(this.stoppedWith));
-    else this.abortRequest = abort;
+    if (this.stoppedWith !== undefined) controller.abort(new Error(this.stoppedWith));
+    else this.controller = controller;
   }
 
-  onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
-    if (statusCode < 200) return true; // 1xx: the answer is still to come.
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    if (statusCode < 200) return; // 1xx: the answer is still to come.
     this.statusCode = statusCode;
-    for (let i = 0; i < rawHeaders.length; i += 2) {
-      if (rawHeaders[i]!.length === 11 && rawHeaders[i]!.toString('latin1').toLowerCase() === 'retry-after') {
-        this.retryAfter = rawHeaders[i + 1]!.toString('latin1');
-        break;
-      }
-    }
-    return true;
+    // The first one, should the receiver send several.
+    const retryAfter = headers['retry-after'];
+    this.retryAfter = Array.isArray(retryAfter) ? retryAfter[0] : retryAfter;
   }
 
-  onData(chunk: Buffer): boolean {
-    if (this.settled) return true; // Past the kept prefix, or stopped: the rest is not kept.
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.settled) return; // Past the kept prefix, or stopped: the rest is not kept.
     const room = RESPONSE_BODY_LIMIT - this.size;
     this.chunks.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
     this.size += Math.min(chunk.length, room);
@@ -152,18 +154,17 @@ class Exchange implements Dispatcher.DispatchHandler {
       // (parsed before this microtask runs) is not aborted: that would close a connection the pool
       // reuses, and undici then opens a second one for the aborted request and drops it unused.
       queueMicrotask(() => {
-        if (!this.complete) this.abortRequest?.(new Error('response body limit reached'));
+        if (!this.complete) this.controller?.abort(new Error('response body limit reached'));
       });
     }
-    return true;
   }
 
-  onComplete(): void {
+  onResponseEnd(): void {
     this.complete = true;
     this.answered();
   }
 
-  onError(error: Error): void {
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     if (this.settled) return;
     // The status is the receiver's answer: "2xx within the timeout" is a success even when the body
     // behind it trickles or breaks off (recorded as far as it came). Counted as a failure, it was

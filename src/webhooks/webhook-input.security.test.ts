@@ -21,7 +21,7 @@ describe('webhook input hardening', () => {
     const created = assertProblem(await call(ctx, seller, 'POST', '/v1/mlb/webhooks', webhookBody({ code: 'hdr', headers })), 400, 'validation_failed');
     const updated = assertProblem(await call(ctx, seller, 'PATCH', '/v1/mlb/webhooks/existing', { headers }), 400, 'validation_failed');
     for (const body of [created, updated]) {
-      assert.ok(body.errors!.every((e) => e.field.startsWith('body.headers')), JSON.stringify(body.errors));
+      assert.ok(body.errors!.length > 0 && body.errors!.every((e) => e.field.startsWith('body.headers')), JSON.stringify(body.errors));
       if (expectedField) assert.ok(body.errors!.some((e) => e.field === expectedField), `${expectedField} in ${JSON.stringify(body.errors)}`);
     }
     return created;

@@ -84,8 +84,10 @@ test('SIGTERM under load: in-flight requests and sends complete, nothing stays c
   const beforeSignal = outcomes.filter((o) => o.startedAt < signalledAt - CONNECT_MARGIN_MS);
   const cut = beforeSignal.filter((o) => o.status === undefined);
   assert.deepEqual(cut, [], 'every request made before the signal gets an answer');
+  assert.ok(beforeSignal.length > 0, 'requests were made before the signal');
   assert.ok(beforeSignal.every((o) => o.status === 202 || o.status === 503), `answers: ${[...new Set(beforeSignal.map((o) => o.status))].join(',')}`);
   const { rows: inFlightNow } = await database.db.query<{ status: string }>(`SELECT status FROM deliveries WHERE id = ANY($1::bigint[])`, [inFlight]);
+  assert.equal(inFlightNow.length, inFlight.length);
   assert.ok(inFlightNow.every((row) => row.status === 'succeeded'), `sends in flight at the signal complete: ${inFlightNow.map((r) => r.status).join(',')}`);
   const counts = await deliveryCounts(database.db);
   assert.equal(counts.delivering ?? 0, 0, 'nothing is left claimed');
