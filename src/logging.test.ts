@@ -107,7 +107,7 @@ test('`plaza serve` writes only JSON lines, the first-start hint among them, wit
   const dataDir = mkdtempSync(join(tmpdir(), 'plaza-logs-'));
   const testDb = process.env.DATABASE_URL ? await createTestDatabase() : undefined;
   const child = spawn(process.execPath, [join(projectRoot, 'bin/plaza.js'), 'serve'], {
-    env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_FORMAT: 'json', ...(testDb ? { DATABASE_URL: testDb.url! } : {}) },
+    env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, PORT: '0', METRICS_PORT: '0', HOST: '127.0.0.1', LOG_FORMAT: 'json', ...(testDb ? { DATABASE_URL: testDb.url! } : {}) },
   });
   let stdout = '';
   let stderr = '';
