@@ -132,6 +132,17 @@ describe('DPoP (RFC 9449) under attack', () => {
     assertProofRefused(await getWithDpop(pair.token, undefined));
   });
 
+  test('a bad token with the DPoP scheme is 401 with the DPoP challenge (RFC 9449 §7.1), not the Bearer one', async () => {
+    const key = await clientKey();
+    const pair = await boundLogin(key);
+    const [header, payload, signature] = pair.token.split('.') as [string, string, string];
+    const tampered = `${header}.${payload}.${signature.slice(0, -4)}${signature.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`;
+    const response = await getWithDpop(tampered, await proof(key, { htm: 'GET', htu: PRODUCTS, accessToken: tampered }));
+    assert.equal(response.statusCode, 401, response.body);
+    assert.equal(response.json().code, 'unauthorized');
+    assert.match(String(response.headers['www-authenticate']), /^DPoP error="invalid_token", algs="[^"]*ES256[^"]*"$/);
+  });
+
   test('a replayed proof (same jti) is refused, on a resource and on a login', async () => {
     const key = await clientKey();
     const pair = await boundLogin(key);
