@@ -295,6 +295,22 @@ describe('DPoP (RFC 9449) under attack', () => {
     assertProofRefused(await refreshWith(undefined, bound.json().refresh_token));
   });
 
+  test('a stolen Bearer refresh token that the thief binds to its own key is still caught: the owner\'s rotated token is reuse and ends the thief\'s session', async () => {
+    const victim = await seedUser(ctx.db);
+    const plain = (await postLogin(ctx, { username: victim.username, password: victim.password })).json() as TokenPair;
+    const thief = await clientKey();
+    const stolen = await refreshWith(thief, plain.refresh_token);
+    assert.equal(stolen.json().token_type, 'DPoP');
+    // The owner's client (no DPoP) presents the token it holds, rotated by the thief: the spec's breach.
+    const replay = await refreshWith(undefined, plain.refresh_token);
+    assert.equal(replay.statusCode, 401, replay.body);
+    assert.equal(replay.json().code, 'invalid_refresh_token');
+    assert.ok((await refreshTokensOf(ctx, victim.id)).some((row) => row.revoked_reason === 'security_breach_token_reuse'));
+    const thiefNext = await refreshWith(thief, stolen.json().refresh_token);
+    assert.equal(thiefNext.statusCode, 401, thiefNext.body);
+    assert.equal(thiefNext.json().code, 'invalid_refresh_token');
+  });
+
   test('clients that send no proof are unchanged: token_type Bearer, no cnf, Bearer requests and refreshes work', async () => {
     const pair = (await postLogin(ctx, { username: user.username, password: user.password })).json() as TokenPair;
     assert.equal(pair.token_type, 'Bearer');
