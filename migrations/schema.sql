@@ -216,7 +216,8 @@ CREATE TABLE refresh_tokens (
   issued_at timestamp with time zone NOT NULL,
   expires_at timestamp with time zone NOT NULL,
   revoked_at timestamp with time zone,
-  revoked_reason text
+  revoked_reason text,
+  dpop_jkt text
 );
 
 CREATE TABLE schema_migrations (

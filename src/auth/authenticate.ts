@@ -27,11 +27,12 @@ export function unauthorized(detail: string): AppError {
   return new AppError('unauthorized', detail, { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } });
 }
 
+/** RFC 9449 §7.1: 401 for a token presented with the DPoP scheme carries the DPoP challenge. */
+const invalidDpopToken = (detail: string) =>
+  new AppError('unauthorized', detail, { headers: { 'www-authenticate': `DPoP error="invalid_token", ${DPOP_CHALLENGE.slice('DPoP '.length)}` } });
+
 /** RFC 9449 §7.2: a bound token presented as a bearer token is refused, with the DPoP challenge. */
-const boundTokenAsBearer = () =>
-  new AppError('unauthorized', 'This access token is bound to a DPoP key: send it as Authorization: DPoP <token> with a DPoP proof.', {
-    headers: { 'www-authenticate': `DPoP error="invalid_token", ${DPOP_CHALLENGE.slice('DPoP '.length)}` },
-  });
+const boundTokenAsBearer = () => invalidDpopToken('This access token is bound to a DPoP key: send it as Authorization: DPoP <token> with a DPoP proof.');
 
 export const USER_GONE = 'The user of this access token no longer exists.';
 
@@ -86,23 +87,25 @@ export function authenticate({ keys, config, clock, db }: FeatureDeps) {
     const dpop = bearer ? null : DPOP.exec(header);
     const token = (bearer ?? dpop)?.[1];
     if (token === undefined) throw unauthorized('The Authorization header does not carry a bearer access token.');
+    // The challenge follows the scheme the client used: a DPoP client is told to come back with DPoP.
+    const refuse = dpop ? invalidDpopToken : unauthorized;
     const now = clock.now();
     let principal: UserPrincipal;
     try {
       principal = await tokens.verify(token, now);
     } catch (error) {
-      if (error instanceof InvalidAccessTokenError) throw unauthorized('The access token is invalid or expired.');
+      if (error instanceof InvalidAccessTokenError) throw refuse('The access token is invalid or expired.');
       throw error;
     }
     // Opt-in (ACCESS_TOKEN_REVOCATION=session): an ended session ends its access tokens within
     // SESSION_CHECK_CACHE_SECONDS, not at their expiry; a cache hit costs no query.
-    if (sessions && !(await sessions.isAlive(principal.sessionId, principal.userId))) throw unauthorized(SESSION_ENDED);
+    if (sessions && !(await sessions.isAlive(principal.sessionId, principal.userId))) throw refuse(SESSION_ENDED);
     // A bound token is only half a credential: the other half is the key, shown by a proof.
     if (bearer && principal.dpopJkt !== undefined) throw boundTokenAsBearer();
     if (dpop && principal.dpopJkt === undefined) throw unauthorized('This access token is not bound to a DPoP key: send it as Authorization: Bearer <token>.');
     // The token itself is stateless; its tenant's state is not: a deactivated seller or
     // marketplace is refused from the next request on, in every process (one primary-key probe).
-    if (!(await isPrincipalTenantActive(db, principal))) throw unauthorized(`The ${inactiveTenantOf(principal.role)} of this access token is deactivated.`);
+    if (!(await isPrincipalTenantActive(db, principal))) throw refuse(`The ${inactiveTenantOf(principal.role)} of this access token is deactivated.`);
     if (dpop) {
       const proof = await verifyDpopProof(request.headers.dpop, { method: request.method, url: requestUrl(request), accessToken: token, now, windowSeconds: config.DPOP_PROOF_WINDOW_SECONDS });
       if (proof.jkt !== principal.dpopJkt) throw invalidDpopProof('The DPoP proof is signed with another key than the one the access token is bound to.');

@@ -132,6 +132,17 @@ describe('DPoP (RFC 9449) under attack', () => {
     assertProofRefused(await getWithDpop(pair.token, undefined));
   });
 
+  test('a bad token with the DPoP scheme is 401 with the DPoP challenge (RFC 9449 §7.1), not the Bearer one', async () => {
+    const key = await clientKey();
+    const pair = await boundLogin(key);
+    const [header, payload, signature] = pair.token.split('.') as [string, string, string];
+    const tampered = `${header}.${payload}.${signature.slice(0, -4)}${signature.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`;
+    const response = await getWithDpop(tampered, await proof(key, { htm: 'GET', htu: PRODUCTS, accessToken: tampered }));
+    assert.equal(response.statusCode, 401, response.body);
+    assert.equal(response.json().code, 'unauthorized');
+    assert.match(String(response.headers['www-authenticate']), /^DPoP error="invalid_token", algs="[^"]*ES256[^"]*"$/);
+  });
+
   test('a replayed proof (same jti) is refused, on a resource and on a login', async () => {
     const key = await clientKey();
     const pair = await boundLogin(key);
@@ -282,6 +293,22 @@ describe('DPoP (RFC 9449) under attack', () => {
     const bound = await refreshWith(key, plain.refresh_token);
     assert.equal(bound.json().token_type, 'DPoP');
     assertProofRefused(await refreshWith(undefined, bound.json().refresh_token));
+  });
+
+  test('a stolen Bearer refresh token that the thief binds to its own key is still caught: the owner\'s rotated token is reuse and ends the thief\'s session', async () => {
+    const victim = await seedUser(ctx.db);
+    const plain = (await postLogin(ctx, { username: victim.username, password: victim.password })).json() as TokenPair;
+    const thief = await clientKey();
+    const stolen = await refreshWith(thief, plain.refresh_token);
+    assert.equal(stolen.json().token_type, 'DPoP');
+    // The owner's client (no DPoP) presents the token it holds, rotated by the thief: the spec's breach.
+    const replay = await refreshWith(undefined, plain.refresh_token);
+    assert.equal(replay.statusCode, 401, replay.body);
+    assert.equal(replay.json().code, 'invalid_refresh_token');
+    assert.ok((await refreshTokensOf(ctx, victim.id)).some((row) => row.revoked_reason === 'security_breach_token_reuse'));
+    const thiefNext = await refreshWith(thief, stolen.json().refresh_token);
+    assert.equal(thiefNext.statusCode, 401, thiefNext.body);
+    assert.equal(thiefNext.json().code, 'invalid_refresh_token');
   });
 
   test('clients that send no proof are unchanged: token_type Bearer, no cnf, Bearer requests and refreshes work', async () => {

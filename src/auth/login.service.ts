@@ -150,6 +150,7 @@ export async function openSession(
       parentId: null,
       issuedAt: now,
       expiresAt: refreshExpiry(now, config.REFRESH_TOKEN_TTL_SECONDS),
+      dpopJkt,
     });
     await recordAuthEvent(tx, { type: 'login_succeeded', at: now, origin, userId: user.id, username: user.username, sessionId, ...(auditDetail ? { detail: auditDetail } : {}) });
     return undefined;

@@ -44,10 +44,17 @@ export async function refresh(deps: FeatureDeps, presented: string, origin: Requ
   const outcome = await db.transaction(async (tx): Promise<Outcome> => {
     const row = await lockRefreshToken(tx, hashRefreshToken(presented));
     if (!row) return { kind: 'invalid' };
-    // A token of a bound session is worth nothing without the key, whatever its state: refused
-    // before anything else, and nothing changes (not rotated, no reuse sweep), so that someone who
-    // stole only the token can neither use it nor end the user's sessions with it.
-    if (row.dpop_jkt !== null && dpop?.jkt !== row.dpop_jkt) return { kind: 'proof_required' };
+    // A token issued bound is worth nothing without the key, whatever its state: refused before
+    // anything else, and nothing changes (not rotated, no reuse sweep), so that someone who stole
+    // only the token can neither use it nor end the user's sessions with it.
+    if (row.token_dpop_jkt !== null && dpop?.jkt !== row.token_dpop_jkt) return { kind: 'proof_required' };
+    // A token issued before its session was bound (a Bearer session that a refresh with a proof
+    // bound) was never bound: once rotated, presenting it again is reuse as for any Bearer token,
+    // so that a thief who bound a stolen Bearer session to a key of its own is still caught when
+    // the owner presents the rotated token. Only the still-active token of a bound session (never
+    // the case: binding rotates it) would need the key.
+    const sessionKeyMissing = row.dpop_jkt !== null && dpop?.jkt !== row.dpop_jkt;
+    if (sessionKeyMissing && !row.revoked_at) return { kind: 'proof_required' };
     // A disabled user (or one of a deactivated seller or marketplace) is told so, whatever the
     // token's state: the deactivation revoked every token of the user, and presenting one of them
     // afterwards is a stale client, not a stolen token (nothing is left to revoke either).
@@ -56,7 +63,8 @@ export async function refresh(deps: FeatureDeps, presented: string, origin: Requ
     const successor = successorOf(keys.refreshSuccessorKey, presented);
 
     if (row.revoked_at) {
-      if (await withinGrace(tx, row, successor, now, config.REFRESH_REUSE_GRACE_SECONDS)) {
+      // The grace answer hands out the successor, bound to the session's key: only with that key.
+      if (!sessionKeyMissing && (await withinGrace(tx, row, successor, now, config.REFRESH_REUSE_GRACE_SECONDS))) {
         if (!(await acceptProof(tx, row, dpop))) return { kind: 'proof_replayed' };
         await touchSession(tx, row.session_id, now);
         await recordAuthEvent(tx, { type: 'refresh_rotated', at: now, origin, userId: row.user_id, username: row.username, sessionId: row.session_id, detail: { grace_replay: true } });
@@ -99,6 +107,7 @@ export async function refresh(deps: FeatureDeps, presented: string, origin: Requ
       parentId: row.id,
       issuedAt: now,
       expiresAt: refreshExpiry(now, config.REFRESH_TOKEN_TTL_SECONDS),
+      dpopJkt: dpop?.jkt ?? null,
     });
     await touchSession(tx, row.session_id, now);
     await recordAuthEvent(tx, { type: 'refresh_rotated', at: now, origin, userId: row.user_id, username: row.username, sessionId: row.session_id });

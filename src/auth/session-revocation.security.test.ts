@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { ManualClock } from '../clock.js';
 import type { Queryable } from '../db/database.js';
 import { accessTokenFor, bearer, seedUser } from '../testing/fixtures.js';
@@ -49,6 +50,25 @@ describe('ACCESS_TOKEN_REVOCATION=session against hostile use', () => {
     ctx.clock.advanceSeconds(PERIOD);
     const burst = await Promise.all(Array.from({ length: 30 }, () => getProducts(ctx, pair.token)));
     for (const response of burst) refusedAsEnded(response);
+  });
+
+  test('a DPoP-bound token of an ended session is refused with the DPoP challenge, as its client sent it', async () => {
+    const { privateKey, publicKey } = await generateKeyPair('ES256');
+    const jwk = await exportJWK(publicKey);
+    const proof = (htm: string, htu: string, accessToken?: string) =>
+      new SignJWT({ htm, htu, jti: randomUUID(), ...(accessToken && { ath: createHash('sha256').update(accessToken).digest('base64url') }) })
+        .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk })
+        .setIssuedAt(Math.floor(ctx.clock.now().getTime() / 1000))
+        .sign(privateKey);
+    const pair = await loginOk(ctx, await seedUser(ctx.db), { dpop: await proof('POST', 'http://localhost:80/api/v2/auth/login') });
+    assert.equal(pair.token_type, 'DPoP');
+    const dpopHeaders = async (htm: string, path: string) => ({ authorization: `DPoP ${pair.token}`, dpop: await proof(htm, `http://localhost:80${path}`, pair.token) });
+    assert.equal((await ctx.app.inject({ method: 'POST', url: '/api/v2/auth/logout', headers: await dpopHeaders('POST', '/api/v2/auth/logout') })).statusCode, 204);
+    ctx.clock.advanceSeconds(PERIOD);
+    const response = await ctx.app.inject({ method: 'GET', url: '/api/v2/products', headers: await dpopHeaders('GET', '/api/v2/products') });
+    assert.equal(response.statusCode, 401);
+    assert.equal(response.json().detail, SESSION_ENDED);
+    assert.match(String(response.headers['www-authenticate']), /^DPoP error="invalid_token", algs="/);
   });
 
   test('the user\'s deletion ends the token (its sessions go with it)', async () => {

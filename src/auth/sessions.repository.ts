@@ -19,6 +19,8 @@ export interface LockedRefreshToken {
   session_revoked_at: Date | null;
   /** The DPoP key thumbprint the token's session is bound to; null for a Bearer session. */
   dpop_jkt: string | null;
+  /** The thumbprint this token was issued bound to; null when issued to a client without a proof (also in a session bound later). */
+  token_dpop_jkt: string | null;
 }
 
 export interface SessionRow {
@@ -46,11 +48,11 @@ export async function bindSession(tx: Queryable, sessionId: string, jkt: string)
 
 export async function insertRefreshToken(
   db: Queryable,
-  token: { hash: Buffer; sessionId: string; userId: number; parentId: number | null; issuedAt: Date; expiresAt: Date },
+  token: { hash: Buffer; sessionId: string; userId: number; parentId: number | null; issuedAt: Date; expiresAt: Date; dpopJkt: string | null },
 ): Promise<void> {
   await db.query(
-    `INSERT INTO refresh_tokens (token_hash, session_id, user_id, parent_id, issued_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-    [token.hash, token.sessionId, token.userId, token.parentId, token.issuedAt, token.expiresAt],
+    `INSERT INTO refresh_tokens (token_hash, session_id, user_id, parent_id, issued_at, expires_at, dpop_jkt) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [token.hash, token.sessionId, token.userId, token.parentId, token.issuedAt, token.expiresAt, token.dpopJkt],
   );
 }
 
@@ -88,7 +90,8 @@ export async function lockRefreshToken(tx: Queryable, hash: Buffer): Promise<Loc
   // updates the rows that lockAccount holds.
   const { rows } = await tx.query<Omit<LockedRefreshToken, 'user_active'>>(
     `SELECT rt.id, rt.session_id, rt.user_id, rt.expires_at, rt.revoked_at, rt.revoked_reason,
-            u.username, u.seller_id, u.role, u.marketplace_code, s.revoked_at AS session_revoked_at, s.dpop_jkt
+            u.username, u.seller_id, u.role, u.marketplace_code, s.revoked_at AS session_revoked_at, s.dpop_jkt,
+            rt.dpop_jkt AS token_dpop_jkt
        FROM refresh_tokens rt JOIN users u ON u.id = rt.user_id JOIN sessions s ON s.id = rt.session_id
       WHERE rt.token_hash = $1
         FOR UPDATE OF rt`,
