@@ -4,6 +4,7 @@ import { accessTokenFor, bearer, seedUser, type SeededUser } from '../testing/fi
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { authEventsOf, getProducts, postLogin } from './auth-test-kit.js';
 import { codeOf, enrolTotp, recoveryCodesOf, verifyMfa } from './mfa/mfa-test-kit.js';
+import { insertPasskey } from './mfa/passkeys.repository.js';
 import type { TokenPair } from './token-pair.js';
 
 /** A login of a user with a second factor: the 401 and its mfa_token. */
@@ -278,6 +279,22 @@ describe('second factor required for a role (MFA_REQUIRED_ROLES)', () => {
     assert.equal((await postLogin(ctx, { username: seller.username, password: seller.password })).statusCode, 200);
     assert.equal((await ctx.app.inject({ method: 'POST', url: '/api/v2/auth/mfa/totp' })).statusCode, 401);
     assert.equal((await ctx.app.inject({ method: 'POST', url: '/api/v2/auth/mfa/totp', payload: { mfa_token: 'mfa_forged' } })).json().code, 'invalid_mfa_token');
+  });
+
+  test('a user whose second factor is a passkey: the password alone opens no session and enrols nothing, whatever the role', async () => {
+    for (const role of ['admin', 'seller'] as const) {
+      const user = await seedUser(ctx.db, { role });
+      await insertPasskey(ctx.db, { id: `pk-${user.id}`, userId: user.id, publicKey: new Uint8Array([1, 2, 3]), counter: 0, transports: [], name: 'laptop', now: ctx.clock.now() });
+      const login = await postLogin(ctx, { username: user.username, password: user.password });
+      assert.equal(login.statusCode, 401, login.body);
+      assert.equal(login.json().code, 'mfa_required', `${role}: not an enrolment token, which the password alone would turn into a second factor`);
+      assert.deepEqual(login.json().methods, ['passkey']);
+      const token = login.json().mfa_token as string;
+      // Neither an enrolment nor a code finishes it through the API.
+      assert.equal((await ctx.app.inject({ method: 'POST', url: '/api/v2/auth/mfa/totp', payload: { mfa_token: token } })).json().code, 'invalid_mfa_token');
+      assert.equal((await verifyMfa(ctx, { mfa_token: token, code: '123456' })).statusCode, 401);
+      assert.equal((await ctx.db.query(`SELECT 1 FROM sessions WHERE user_id = $1`, [user.id])).rowCount, 0, 'no session opened');
+    }
   });
 
   test('a wrong password never reveals the enrolment state', async () => {

@@ -26,7 +26,7 @@ export const ProblemSchema = {
     limit: { type: 'integer', description: 'The limit reached, on 409 `webhook_limit_reached`.' },
     mfa_token: { type: 'string', description: 'On 401 `mfa_required` (for POST /api/v2/auth/mfa/verify) and `mfa_enrollment_required` (for enrolment only): single use, short-lived.' },
     expires_in: { type: 'integer', description: 'Seconds the mfa_token stays valid.' },
-    methods: { type: 'array', items: { type: 'string', enum: ['totp', 'recovery_code'] }, description: 'On 401 `mfa_required`: the kinds of code mfa/verify takes.' },
+    methods: { type: 'array', items: { type: 'string', enum: ['totp', 'recovery_code', 'passkey'] }, description: 'On 401 `mfa_required`: what finishes the login: codes mfa/verify takes (totp, recovery_code), or passkey: a passkey, in the portal only.' },
   },
 } as const;
 
