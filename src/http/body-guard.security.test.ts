@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
@@ -7,35 +6,10 @@ import { after, before, describe, test } from 'node:test';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { accessTokenFor, bearer, seedUser } from '../testing/fixtures.js';
 import { JsonDepthScan, MAX_JSON_DEPTH } from './body-guard.js';
+import { sendUnfinishedBody } from './unfinished-body-test-kit.js';
 
 // Issue 28 item 7: a token holder's body costs nothing before the tenant's limit is taken, and a
 // body is refused by size, content coding and nesting depth before it is parsed (or read whole).
-
-interface Answer {
-  status: number;
-  body: string;
-}
-
-/**
- * Sends the headers and `start`, announcing `announced` bytes, and then nothing more: an answer can
- * only come from a server that decided without reading the body whole (let alone parsing it).
- */
-function sendUnfinishedBody(port: number, path: string, headers: Record<string, string>, start: string, announced = 1024 * 1024): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = request({ port, method: 'POST', path, headers: { 'content-type': 'application/json', 'content-length': String(announced), ...headers } }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => {
-        resolve({ status: res.statusCode ?? 0, body });
-        req.destroy();
-      });
-    });
-    req.setTimeout(5000, () => req.destroy(new Error(`POST ${path}: no answer within 5 s while the body was still coming`)));
-    req.on('error', reject);
-    req.write(start);
-  });
-}
 
 describe('bodies are refused before they are parsed', () => {
   let ctx: TestContext;
@@ -50,7 +24,7 @@ describe('bodies are refused before they are parsed', () => {
   after(() => ctx.close());
 
   test('a token holder\'s deeply nested body is 400 after its first 65 brackets, while the rest is still coming', async () => {
-    const answer = await sendUnfinishedBody(port, '/v1/MKT/webhooks', auth, `{"a":${'['.repeat(16 * 1024)}`, 60 * 1024);
+    const answer = await sendUnfinishedBody(port, 'POST', '/v1/MKT/webhooks', auth, `{"a":${'['.repeat(16 * 1024)}`, 60 * 1024);
     assert.equal(answer.status, 400);
     const problem = JSON.parse(answer.body) as { code: string; errors: unknown };
     assert.equal(problem.code, 'validation_failed');
@@ -61,7 +35,7 @@ describe('bodies are refused before they are parsed', () => {
     // The one event of the burst is spent (on an invalid body: the limit counts requests, taken first).
     const spent = await ctx.app.inject({ method: 'POST', url: '/v1/MKT/events', headers: { 'content-type': 'application/json', ...auth }, payload: '{}' });
     assert.equal(spent.statusCode, 400);
-    const answer = await sendUnfinishedBody(port, '/v1/MKT/events', auth, `{"a":${'['.repeat(60)}`);
+    const answer = await sendUnfinishedBody(port, 'POST', '/v1/MKT/events', auth, `{"a":${'['.repeat(60)}`);
     assert.equal(answer.status, 429, answer.body);
     assert.equal(JSON.parse(answer.body).code, 'rate_limited');
   });
@@ -69,31 +43,18 @@ describe('bodies are refused before they are parsed', () => {
   test('replay takes its limit before the body too', async () => {
     const spent = await ctx.app.inject({ method: 'POST', url: '/v1/MKT/webhooks/none/replay', headers: { 'content-type': 'application/json', ...auth }, payload: '{}' });
     assert.notEqual(spent.statusCode, 429);
-    const answer = await sendUnfinishedBody(port, '/v1/MKT/webhooks/none/replay', auth, '{"status":', 1024);
+    const answer = await sendUnfinishedBody(port, 'POST', '/v1/MKT/webhooks/none/replay', auth, '{"status":', 1024);
     assert.equal(answer.status, 429, answer.body);
   });
 
   test('a body announced over the route\'s limit is 413 before a byte of it is read', async () => {
-    const answer = await sendUnfinishedBody(port, '/v1/MKT/webhooks', auth, '{', 65 * 1024);
+    const answer = await sendUnfinishedBody(port, 'POST', '/v1/MKT/webhooks', auth, '{', 65 * 1024);
     assert.equal(answer.status, 413);
     assert.equal(JSON.parse(answer.body).code, 'payload_too_large');
   });
 
   test('a chunked body is 413 once it passes the limit, not read to its end', async () => {
-    const answer = await new Promise<Answer>((resolve, reject) => {
-      const req = request({ port, method: 'POST', path: '/v1/MKT/webhooks', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked', ...auth } }, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (body += chunk));
-        res.on('end', () => {
-          resolve({ status: res.statusCode ?? 0, body });
-          req.destroy();
-        });
-      });
-      req.setTimeout(5000, () => req.destroy(new Error('no answer while the chunked body was still coming')));
-      req.on('error', reject);
-      req.write(`{"name":"${'x'.repeat(70 * 1024)}`);
-    });
+    const answer = await sendUnfinishedBody(port, 'POST', '/v1/MKT/webhooks', auth, `{"name":"${'x'.repeat(70 * 1024)}`, 'chunked');
     assert.equal(answer.status, 413);
   });
 

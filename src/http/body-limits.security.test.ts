@@ -4,34 +4,12 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { accessTokenFor, bearer, seedUser } from '../testing/fixtures.js';
+import { sendUnfinishedBody } from './unfinished-body-test-kit.js';
+
+/** The first 16 KiB of a body announced as 1 MiB: a server that reads the body before answering never answers, one that authenticates first does. */
+const firstBytes = `{"a":${'['.repeat(16 * 1024 - 5)}`;
 
 // Issue 13 item 3: authenticate before reading bodies, and a body limit per route.
-
-interface Answer {
-  status: number;
-  body: string;
-}
-
-/**
- * Sends the headers and the first 16 KiB of a body announced as 1 MiB, then nothing more: a
- * server that reads the body before answering never answers, one that authenticates first does.
- */
-function sendBodyThatNeverEnds(port: number, method: string, path: string, headers: Record<string, string> = {}): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = request({ port, method, path, headers: { 'content-type': 'application/json', 'content-length': String(1024 * 1024), ...headers } }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => {
-        resolve({ status: res.statusCode ?? 0, body });
-        req.destroy();
-      });
-    });
-    req.setTimeout(5000, () => req.destroy(new Error(`${method} ${path}: no answer within 5 s while the body was still coming`)));
-    req.on('error', reject);
-    req.write(`{"a":${'['.repeat(16 * 1024 - 5)}`);
-  });
-}
 
 describe('authentication comes before the body', () => {
   let ctx: TestContext;
@@ -44,7 +22,7 @@ describe('authentication comes before the body', () => {
   after(() => ctx.close());
 
   test('POST /v1/{mkt}/events without a token: 401 while a deeply nested body is still arriving (nothing read or parsed)', async () => {
-    const answer = await sendBodyThatNeverEnds(port, 'POST', '/v1/MKT/events');
+    const answer = await sendUnfinishedBody(port, 'POST', '/v1/MKT/events', {}, firstBytes);
     assert.equal(answer.status, 401);
     assert.equal(JSON.parse(answer.body).code, 'unauthorized');
   });
@@ -58,7 +36,7 @@ describe('authentication comes before the body', () => {
     );
     assert.ok(routes.length >= 8, `found only ${routes.length} authenticated routes with a body`);
     for (const route of routes) {
-      const answer = await sendBodyThatNeverEnds(port, route.method, route.path, bearer('not.a.token'));
+      const answer = await sendUnfinishedBody(port, route.method, route.path, bearer('not.a.token'), firstBytes);
       assert.equal(answer.status, 401, `${route.method} ${route.path}`);
     }
   });
