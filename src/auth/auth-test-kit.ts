@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import type { TestContext } from '../testing/test-app.js';
+import { SESSION_ENDED } from './authenticate.js';
 import type { TokenPair } from './token-pair.js';
 
 /** Helpers for the auth tests: the API called exactly as a client would. */
@@ -48,4 +49,12 @@ export async function authEventsOf(ctx: TestContext, userId: number): Promise<{ 
 /** The claims of a JWT, unverified (tests inspect what the service issued). */
 export function claimsOf(token: string): Record<string, unknown> {
   return JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as Record<string, unknown>;
+}
+
+/** A Bearer token refused because its session ended (ACCESS_TOKEN_REVOCATION=session). */
+export function assertSessionEnded(response: { statusCode: number; body: string; headers: Record<string, unknown>; json(): { code: string; detail: string } }): void {
+  assert.equal(response.statusCode, 401, response.body);
+  assert.equal(response.json().code, 'unauthorized');
+  assert.equal(response.json().detail, SESSION_ENDED);
+  assert.equal(response.headers['www-authenticate'], 'Bearer error="invalid_token"');
 }
