@@ -6,7 +6,7 @@ import { unauthorized, USER_GONE } from './authenticate.js';
 import { recordAuthEvent, type RequestOrigin } from './auth-events.repository.js';
 import type { LoginLimiter } from './login-limits.js';
 import { checkNewPassword } from './password-strength.js';
-import { reservePasswordWork } from './passwords.js';
+import { hashPassword, reservePasswordWork } from './passwords.js';
 import { revokeAllOfUser } from './sessions.repository.js';
 
 /**
@@ -28,7 +28,6 @@ export async function changeOwnPassword(
   const limiterKey = `user:${user.id}`;
   // Reserved before the limits count the attempt, as login does (login.service.ts).
   const work = reservePasswordWork();
-  let passwordHash: string;
   try {
     const decision = await limiter.attempt(limiterKey, input.origin.ip, now);
     if (!decision.allowed) {
@@ -42,12 +41,13 @@ export async function changeOwnPassword(
       throw new AppError('invalid_credentials', 'The current password is wrong.');
     }
     await limiter.succeeded(limiterKey, input.origin.ip, now);
-    // Judged once the current password is proven: only the account's holder makes the estimator work.
-    await checkNewPassword(input.newPassword, { field: 'body.new_password', minScore: config.PASSWORD_MIN_SCORE, userInputs: [user.username] });
-    passwordHash = await work.hash(input.newPassword);
   } finally {
     work.release();
   }
+  // Judged once the current password is proven (only the account's holder makes the estimator
+  // work), and outside the slot: a slow estimate must not hold what every login needs.
+  await checkNewPassword(input.newPassword, { field: 'body.new_password', minScore: config.PASSWORD_MIN_SCORE, userInputs: [user.username] });
+  const passwordHash = await hashPassword(input.newPassword);
   await db.transaction(async (tx) => {
     await tx.query(`UPDATE users SET password_hash = $2, updated_at = $3 WHERE id = $1`, [user.id, passwordHash, now]);
     const revoked = await revokeAllOfUser(tx, user.id, 'password_changed', now, principal.sessionId);

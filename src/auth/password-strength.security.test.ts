@@ -90,6 +90,16 @@ describe('passwords known to attackers are refused wherever a password is set', 
     assert.ok(performance.now() - started < 20_000);
   });
 
+  test('the estimator\'s queue is bounded: past it a password set is 503 with Retry-After at once, never a longer wait', async () => {
+    const outcomes = await Promise.allSettled(Array.from({ length: 40 }, (_, i) => checkNewPassword(`${STRONG_PASSWORD} ${i}`, { field: 'body.password', minScore: 3, userInputs: [] })));
+    const busy = outcomes.filter((outcome) => outcome.status === 'rejected' && (outcome.reason as { code?: string }).code === 'service_unavailable');
+    assert.ok(busy.length >= 40 - 32 && busy.length < 40, `${busy.length} of 40 refused as busy`);
+    assert.equal((busy[0] as PromiseRejectedResult).reason.options.headers['retry-after'], '1');
+    assert.equal(outcomes.filter((outcome) => outcome.status === 'fulfilled').length + busy.length, 40, 'no other outcome');
+    // Once the queue drained, a password is judged again.
+    await checkNewPassword(STRONG_PASSWORD, { field: 'body.password', minScore: 3, userInputs: [] });
+  });
+
   test('admin API: creating a user with a common password is 400 validation_failed naming body.password; nothing is created', async () => {
     const response = await ctx.app.inject({ method: 'POST', url: '/api/v2/admin/users', headers: admin, payload: { username: 'weak-one', password: 'password123', seller_id: 1 } });
     assert.equal(response.statusCode, 400, response.body);

@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads';
-import { invalidField } from '../http/errors.js';
+import { AppError, invalidField } from '../http/errors.js';
+import { PASSWORD_WORK_RETRY_AFTER_SECONDS } from './passwords.js';
 import type { Verdict } from './password-estimator.js';
 
 /**
@@ -52,7 +53,15 @@ let worker: Worker | undefined;
 const pending = new Map<number, { resolve: (verdict: Verdict) => void; reject: (error: Error) => void }>();
 let nextId = 0;
 
+/** Estimates waiting at most (about 0.1 s each): past it, 503 with Retry-After, never a longer queue. */
+const MAX_PENDING = 32;
+
 function estimate(password: string, userInputs: string[]): Promise<Verdict> {
+  if (pending.size >= MAX_PENDING) {
+    return Promise.reject(new AppError('service_unavailable', 'Too many passwords are being judged; retry shortly.', {
+      headers: { 'retry-after': String(PASSWORD_WORK_RETRY_AFTER_SECONDS) },
+    }));
+  }
   const thread = (worker ??= startWorker());
   const id = ++nextId;
   return new Promise<Verdict>((resolve, reject) => {
