@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { resetPassword, setUserActiveById } from '../accounts/users.service.js';
 import { CLI_ACTOR } from '../admin/admin-audit.repository.js';
 import { OTHER_STRONG_PASSWORD, seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { loginOk, postRefresh, refreshTokensOf } from './auth-test-kit.js';
+import { claimsOf, loginOk, postRefresh, refreshTokensOf } from './auth-test-kit.js';
 import type { TokenPair } from './token-pair.js';
 
 describe('refresh rotation under attack', () => {
@@ -60,6 +62,23 @@ describe('REFRESH_REUSE_GRACE_SECONDS', () => {
     assert.equal(tokens.length, 2);
     assert.ok(tokens.every((row) => row.revoked_reason !== 'security_breach_token_reuse'));
     // The shared successor rotates normally.
+    assert.equal((await postRefresh(ctx, first.refresh_token)).statusCode, 200);
+  });
+
+  test('a grace replay with a DPoP proof binds nothing: whoever replays a Bearer token cannot bind the owner\'s session to its key', async () => {
+    const user = await seedUser(ctx.db);
+    const pair = await loginOk(ctx, user);
+    const first = (await postRefresh(ctx, pair.refresh_token)).json() as TokenPair;
+    const { privateKey, publicKey } = await generateKeyPair('ES256');
+    const dpop = await new SignJWT({ htm: 'POST', htu: 'http://localhost:80/api/v2/auth/refresh', jti: randomUUID() })
+      .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk: await exportJWK(publicKey) })
+      .setIssuedAt(Math.floor(ctx.clock.now().getTime() / 1000))
+      .sign(privateKey);
+    const replayed = await postRefresh(ctx, pair.refresh_token, { dpop });
+    assert.equal(replayed.statusCode, 200, replayed.body);
+    assert.equal(replayed.json().token_type, 'Bearer', 'the successor already issued is a Bearer token');
+    assert.equal(claimsOf(replayed.json().token).cnf, undefined);
+    // The owner's client goes on without a proof.
     assert.equal((await postRefresh(ctx, first.refresh_token)).statusCode, 200);
   });
 

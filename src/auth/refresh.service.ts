@@ -64,11 +64,13 @@ export async function refresh(deps: FeatureDeps, presented: string, origin: Requ
 
     if (row.revoked_at) {
       // The grace answer hands out the successor, bound to the session's key: only with that key.
+      // It repeats the successor already issued, so it binds nothing: a proof here would bind the
+      // owner's Bearer session to the key of whoever replays the token.
       if (!sessionKeyMissing && (await withinGrace(tx, row, successor, now, config.REFRESH_REUSE_GRACE_SECONDS))) {
-        if (!(await acceptProof(tx, row, dpop))) return { kind: 'proof_replayed' };
+        if (dpop && !(await recordProof(tx, dpop))) return { kind: 'proof_replayed' };
         await touchSession(tx, row.session_id, now);
         await recordAuthEvent(tx, { type: 'refresh_rotated', at: now, origin, userId: row.user_id, username: row.username, sessionId: row.session_id, detail: { grace_replay: true } });
-        return { kind: 'issued', owner, sessionId: row.session_id, refreshToken: successor, dpopJkt: dpop?.jkt ?? null };
+        return { kind: 'issued', owner, sessionId: row.session_id, refreshToken: successor, dpopJkt: row.dpop_jkt };
       }
       // A token of a session that has ended (revoked for reuse already, by logout, revoke-all, a
       // password change or reset, a deactivation) is merely invalid: that ending revoked the whole
