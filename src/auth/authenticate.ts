@@ -97,12 +97,13 @@ export function authenticate({ keys, config, clock, db }: FeatureDeps) {
       if (error instanceof InvalidAccessTokenError) throw refuse('The access token is invalid or expired.');
       throw error;
     }
+    // A bound token is only half a credential: the other half is the key, shown by a proof. Checked
+    // before the session: it costs no query.
+    if (bearer && principal.dpopJkt !== undefined) throw boundTokenAsBearer();
+    if (dpop && principal.dpopJkt === undefined) throw unauthorized('This access token is not bound to a DPoP key: send it as Authorization: Bearer <token>.');
     // Opt-in (ACCESS_TOKEN_REVOCATION=session): an ended session ends its access tokens within
     // SESSION_CHECK_CACHE_SECONDS, not at their expiry; a cache hit costs no query.
     if (sessions && !(await sessions.isAlive(principal.sessionId, principal.userId))) throw refuse(SESSION_ENDED);
-    // A bound token is only half a credential: the other half is the key, shown by a proof.
-    if (bearer && principal.dpopJkt !== undefined) throw boundTokenAsBearer();
-    if (dpop && principal.dpopJkt === undefined) throw unauthorized('This access token is not bound to a DPoP key: send it as Authorization: Bearer <token>.');
     // The token itself is stateless; its tenant's state is not: a deactivated seller or
     // marketplace is refused from the next request on, in every process (one primary-key probe).
     if (!(await isPrincipalTenantActive(db, principal))) throw refuse(`The ${inactiveTenantOf(principal.role)} of this access token is deactivated.`);

@@ -34,7 +34,9 @@ export interface ProofExpectation {
 }
 
 /** A proof is a few hundred bytes (an RSA-4096 key about 2 KB); anything larger is not one. */
-const MAX_PROOF_LENGTH = 8192;
+const MAX_PROOF_LENGTH = 4096;
+/** 4096 bits in base64url (512 bytes). */
+const MAX_RSA_MODULUS_CHARS = 683;
 const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 const MAX_JTI_LENGTH = 256;
 
@@ -76,6 +78,11 @@ async function verify(header: string | string[] | undefined, expect: ProofExpect
       jwk = protectedHeader.jwk;
       // EdDSA also names Ed448, which is not offered.
       if (protectedHeader.alg === 'EdDSA' && jwk?.crv !== 'Ed25519') throw new ProofError('an EdDSA key must be Ed25519');
+      // An RSA verification costs with the modulus and the exponent, and a proof is checked before
+      // any credential (a login's password): at most 4096 bits, exponent 65537.
+      if (jwk?.kty === 'RSA' && (typeof jwk.n !== 'string' || jwk.n.length > MAX_RSA_MODULUS_CHARS || jwk.e !== 'AQAB')) {
+        throw new ProofError('an RSA key must have at most 4096 bits and the exponent 65537');
+      }
       return EmbeddedJWK(protectedHeader, token);
     },
     { typ: 'dpop+jwt', algorithms: DPOP_ALGORITHMS, currentDate: expect.now, requiredClaims: ['jti', 'htm', 'htu', 'iat'] },

@@ -110,6 +110,17 @@ describe('DPoP (RFC 9449) under attack', () => {
     }
   });
 
+  test('an RSA key past 4096 bits, or with another exponent than 65537, is refused before any signature check (a login proof comes before the password)', async () => {
+    const key = await clientKey('RS256');
+    const oversized = { ...key.jwk, n: `${key.jwk.n}${'A'.repeat(700)}` };
+    const odd = { ...key.jwk, e: 'AQAD' };
+    for (const jwk of [oversized, odd]) {
+      const refused = await postLogin(ctx, { username: user.username, password: user.password }, { dpop: await proof(key, { jwk }) });
+      assertProofRefused(refused);
+      assert.match(JSON.parse(refused.body).detail, /at most 4096 bits and the exponent 65537/);
+    }
+  });
+
   test('a bound access token sent as a Bearer token is 401, with the DPoP challenge', async () => {
     const key = await clientKey();
     const pair = await boundLogin(key);
