@@ -42,6 +42,7 @@ describe('CORS', () => {
     assert.deepEqual(String(before.headers['access-control-allow-methods']).split(', ').filter((m) => m !== 'HEAD'), ['GET', 'POST']);
     assert.match(String(before.headers['access-control-allow-headers']), /Authorization/);
     assert.match(String(before.headers['access-control-allow-headers']), /Content-Type/);
+    assert.match(String(before.headers['access-control-allow-headers']), /\bDPoP\b/, 'a browser client sends DPoP proofs');
     assert.ok(Number(before.headers['access-control-max-age']) > 0);
     assert.match(String(before.headers.vary), /Origin/);
     assert.equal(before.headers['access-control-allow-credentials'], undefined);

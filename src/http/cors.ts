@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 const PUBLIC_DOCUMENTS = new Set(['/.well-known/jwks.json', '/openapi.json']);
 
 /** The request headers the API reads beyond the CORS-safelisted ones. */
-const ALLOWED_HEADERS = 'Authorization, Content-Type, X-Request-Id, If-None-Match';
+const ALLOWED_HEADERS = 'Authorization, DPoP, Content-Type, X-Request-Id, If-None-Match';
 
 /** The response headers a page may read beyond the safelisted ones (Content-Type, Cache-Control, …). */
 const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, Location, Link, WWW-Authenticate, ETag';
