@@ -143,6 +143,14 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       return { schema: 'security' in complete ? complete : { ...complete, security: [] }, url };
     },
   });
+  // Built once (and each compressed variant once), not serialised per request: 250 KB of JSON.
+  // Served at /openapi.json and at /docs/json, the URL the documentation page itself loads.
+  const document = new PrebuiltDocument(() => app.swagger());
+  app.addHook('onRoute', (route) => {
+    if (route.url !== '/docs/json') return;
+    route.handler = (request, reply) => document.send(request, reply);
+    route.compress = false;
+  });
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     staticCSP: true,
@@ -150,8 +158,6 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     // (a LAN address, a container), the browser then asks for its scripts over https and shows a blank page.
     transformStaticCSP: (header) => withoutUpgradeInsecureRequests(header),
   });
-  // Built once (and each compressed variant once), not serialised per request: 250 KB of JSON.
-  const document = new PrebuiltDocument(() => app.swagger());
   app.get('/openapi.json', { schema: { hide: true }, compress: false }, (request, reply) => document.send(request, reply));
 }
 
