@@ -147,7 +147,9 @@ export function reachableBinaries(binaries: EmbeddedBinaries, serverDir: string,
     return binaries;
   }
   const target = join(copies, binaries.version);
-  if (!existsSync(join(target, 'bin'))) {
+  // A copy the server user does not own (a data folder copied by root, with its copy inside) is
+  // made anew: that user could not enter it.
+  if (!existsSync(join(target, 'bin')) || statSync(target).uid !== user.uid) {
     mkdirSync(copies, { recursive: true, mode: 0o700 });
     chownSync(copies, user.uid, user.gid);
     // Other versions (an upgrade) and drafts of interrupted copies go; the copy is made under a
