@@ -95,6 +95,7 @@ export const ConfigSchema = Type.Object({
   LOGIN_FREE_FAILURES_PER_USER_IP: Integer(3, 'Consecutive failures per (user, IP) before cooldowns start.', 0),
   LOGIN_FAILURES_PER_USER_PER_HOUR: Integer(10, 'Failures per user over all IPs within an hour after which every (user, IP) gets only one free failure. Never refuses by itself, so nobody can lock a user out.', 1),
   LOGIN_FAILURES_PER_IP_PER_HOUR: Integer(50, 'Failures per IP over all usernames within an hour before cooldowns start.', 1),
+  PASSKEY_SIGN_INS_PER_MINUTE_PER_IP: Integer(30, 'Passkey sign-in steps (options and answers, which need no account) one address may start per minute in each process; past it 429 with Retry-After. They write a challenge, or verify a signature, for anyone who asks.', 1),
   LOGIN_COOLDOWN_BASE_SECONDS: Seconds(1, 'First cooldown once a login limit is passed; each further failure doubles it.', 1),
   LOGIN_COOLDOWN_MAX_SECONDS: Seconds(900, 'Longest login cooldown.', 1),
   LOGIN_REFUSAL_AUDIT_WINDOW_SECONDS: Integer(60, 'Refused (429) logins are audited as one login_limited row per user and IP per window of this length, with the count.', 1, 3600),

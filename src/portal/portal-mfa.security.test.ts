@@ -34,6 +34,23 @@ describe('portal second factor and passkeys: refusals', () => {
     assert.equal((await ctx.db.query(`SELECT 1 FROM portal_sessions`)).rowCount, 0);
   });
 
+  test('the sign-in steps, which need no account, are limited per address (PASSKEY_SIGN_INS_PER_MINUTE_PER_IP): past it 429, nothing written; another address goes on', async () => {
+    const limited = await createTestApp({ PASSKEY_SIGN_INS_PER_MINUTE_PER_IP: '3' });
+    try {
+      const from = (remoteAddress: string) => limited.app.inject({ method: 'POST', url: '/portal/login/passkey/options', headers: { host, origin }, payload: {}, remoteAddress });
+      for (let i = 0; i < 3; i++) assert.equal((await from('10.1.0.1')).statusCode, 200);
+      const rows = async () => Number((await limited.db.query<{ n: string }>(`SELECT count(*) AS n FROM webauthn_challenges`)).rows[0]!.n);
+      const before = await rows();
+      const refused = await from('10.1.0.1');
+      assert.equal(refused.statusCode, 429, refused.body);
+      assert.ok(Number(refused.headers['retry-after']) >= 1);
+      assert.equal(await rows(), before, 'a refused step writes no challenge');
+      assert.equal((await from('10.1.0.2')).statusCode, 200);
+    } finally {
+      await limited.close();
+    }
+  });
+
   test('passkey endpoints refuse cross-site requests', async () => {
     const response = await json('/portal/login/passkey/options', {}, { origin: 'https://evil.example' });
     assert.equal(response.statusCode, 403);

@@ -12,6 +12,7 @@ import { recordAuthEvent } from '../auth/auth-events.repository.js';
 import { originOf } from '../auth/request-origin.js';
 import type { TokenPair } from '../auth/token-pair.js';
 import { AppError } from '../http/errors.js';
+import { TokenBuckets } from '../http/token-buckets.js';
 import { assertSameOrigin } from './portal-security.js';
 import { sessionOf, type PortalDeps } from './portal.routes.js';
 
@@ -78,14 +79,24 @@ export const portalPasskeyRoutes: FastifyPluginAsyncTypebox<PasskeyDeps> = async
   const tokenUser = async (token: string | undefined) =>
     token === undefined ? undefined : challengeUser(db, await findChallenge(db, token, 'login', clock.now()));
 
+  // The sign-in's two steps need no account, so each costs its caller: a bucket per address.
+  const perMinute = config.PASSKEY_SIGN_INS_PER_MINUTE_PER_IP;
+  const signIns = new TokenBuckets(perMinute, perMinute / 60);
+  const takeSignIn = (request: FastifyRequest) => {
+    const wait = signIns.take(originOf(request).ip, 1, clock.now().getTime());
+    if (wait > 0) throw new AppError('rate_limited', `Too many passkey sign-ins from this address; retry in ${wait} s.`, { headers: { 'retry-after': String(wait) } });
+  };
+
   app.post('/portal/login/passkey/options', { schema: { ...hide, body: Type.Object({ mfa_token: MfaTokenField }) } }, async (request) => {
     assertSameOrigin(request);
+    takeSignIn(request);
     const user = await tokenUser(request.body.mfa_token);
     return authenticationOptions(deps, rpOf(request), user?.id ?? null);
   });
 
   app.post('/portal/login/passkey', { schema: { ...hide, body: Type.Object({ mfa_token: MfaTokenField, response: WebauthnAnswer }) } }, async (request, reply) => {
     assertSameOrigin(request);
+    takeSignIn(request);
     const expected = await tokenUser(request.body.mfa_token);
     const user = await authenticatePasskey(deps, request.body.response as unknown as AuthenticationResponseJSON, rpOf(request), originOf(request));
     if (expected && expected.id !== user.id) throw new AppError('invalid_mfa_code', 'This passkey is another user\'s.');
