@@ -84,6 +84,10 @@ describe('webhook history: every change, by every channel, one row', () => {
     const resumed = await exactlyOneRow(ctx, () => ok(api(as.seller!, 'PATCH', hook, { active: true }), 200));
     assert.equal(resumed.action, 'resume');
     assert.deepEqual(resumed.changes, [{ field: 'active', before: false, after: true }]);
+    // A PATCH that changes nothing (resuming an active webhook, the same name) is no history.
+    const unchanged = await lastHistoryId(ctx);
+    await ok(api(as.seller!, 'PATCH', hook, { active: true, name: 'Orders 2' }), 200);
+    assert.deepEqual(await rowsAfter(ctx, unchanged), []);
 
     const rotated = await exactlyOneRow(ctx, () => ok(api(as.seller!, 'POST', `${hook}/rotate-secret`), 200));
     assert.equal(rotated.action, 'rotate_secret');

@@ -130,10 +130,12 @@ export async function createWebhook(db: Database, principal: Principal, marketpl
       secretEncrypted: encryptSecret(settings.secretsKey, secret),
       now,
     }, settings.limitPerTenant);
-    await recordWebhookHistory(tx, created, actor, { action: 'create', changes: createdFields(withOpenHeaders(settings.secretsKey, created)) }, clock);
-    return created;
+    // The headers in clear are the ones just sealed: no need to open them again.
+    const opened = { ...created, headers: headers!, headers_encrypted: null };
+    await recordWebhookHistory(tx, opened, actor, { action: 'create', changes: createdFields(opened) }, clock);
+    return opened;
   });
-  return { webhook: withOpenHeaders(settings.secretsKey, webhook), secret };
+  return { webhook, secret };
 }
 
 /** A PATCH; one that sets `active` is recorded as a pause or a resume, with every field it changed. */
@@ -164,11 +166,14 @@ export async function changeWebhook(db: Database, principal: Principal, marketpl
     if (!row) return undefined;
     if (changes.active === true && (await releaseHeldDeliveries(tx, current.id, now)) > 0) await notifyDeliveryWorkers(tx);
     const action = changes.active === undefined ? 'update' : changes.active ? 'resume' : 'pause';
-    await recordWebhookHistory(tx, row, actor, { action, changes: changedFields(withOpenHeaders(settings.secretsKey, before), withOpenHeaders(settings.secretsKey, row)) }, clock);
-    return row;
+    const opened = withOpenHeaders(settings.secretsKey, row);
+    const changed = changedFields(withOpenHeaders(settings.secretsKey, before), opened);
+    // A change that changed nothing (a Save without edits, a pause of a paused webhook) is no history.
+    if (changed.length > 0) await recordWebhookHistory(tx, row, actor, { action, changes: changed }, clock);
+    return opened;
   });
   if (!updated) throw notFound('The webhook does not exist.');
-  return withOpenHeaders(settings.secretsKey, updated);
+  return updated;
 }
 
 export async function rotateSecret(db: Database, principal: Principal, marketplaceCode: string, code: string, settings: WebhookSettings, clock: Clock, actor: WebhookActor): Promise<{ secret: string; previousExpiresAt: Date }> {
