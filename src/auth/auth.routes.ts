@@ -19,11 +19,8 @@ import { DpopHeaders, proofRefusal, TokenPairSchema } from './token-pair-schema.
 
 const LoginBody = Type.Object({
   username: UserName,
-  password: Type.String({ minLength: 1, maxLength: 1024 }),
+  password: Type.String({ minLength: 1, maxLength: PASSWORD_MAX_LENGTH }),
 });
-
-// RFC 9449: a login or refresh that carries a proof binds the session to the proof's key.
-
 
 // Malformed but present tokens are a 401 (like unknown ones), not a 400.
 const RefreshBody = Type.Object({ refresh_token: Type.String({ minLength: 1, maxLength: 1024 }) });

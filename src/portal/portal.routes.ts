@@ -5,6 +5,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { verifyAccessToken } from '../auth/access-tokens.js';
 import { createLoginGuards, login } from '../auth/login.service.js';
+import { PASSWORD_MAX_LENGTH } from '../auth/password-strength.js';
 import { originOf } from '../auth/request-origin.js';
 import { logout } from '../auth/sessions.service.js';
 import type { FeatureDeps } from '../deps.js';
@@ -80,7 +81,7 @@ export async function loadScopedWebhook(db: Queryable, session: PortalSession, p
   return assertWebhookInScope(session, await loadWebhookForPrincipal(db, session.principal, params.marketplace_code, params.code));
 }
 
-const LoginForm = Type.Object({ username: Type.String({ maxLength: 200 }), password: Type.String({ maxLength: 1024 }) });
+const LoginForm = Type.Object({ username: Type.String({ maxLength: 200 }), password: Type.String({ maxLength: PASSWORD_MAX_LENGTH }) });
 const LinkForm = Type.Object({ token: Type.String({ maxLength: 100 }) });
 const LinkParams = Type.Object({ token: Type.String({ pattern: '^[A-Za-z0-9_-]{1,100}$' }) });
 const hide = { hide: true };

@@ -9,7 +9,8 @@ type Connection = pg.ClientConfig;
  * BYPASSRLS. So a flaw in Plaza that let someone run SQL could not read other databases' data or
  * pg_authid, nor run programs as the server's user (COPY … TO PROGRAM is a superuser's).
  *
- * Run by the owner at every start, as the superuser (`admin`), idempotent: it creates the role (with
+ * Run by the owner as the superuser (`admin`) until it succeeded once for the cluster (postgres.json
+ * then records appRoleReady), idempotent: it creates the role (with
  * the password of postgres.json), makes it the database's owner (so the schema `public`, owned by
  * pg_database_owner, is its too) and hands it what another role owns in that schema: everything a
  * cluster of an earlier version created as its superuser. REASSIGN OWNED cannot do that: the
@@ -20,7 +21,7 @@ export async function ensureAppRole(admin: Connection, app: Credentials, databas
   await withClient({ ...admin, database: 'postgres' }, async (client) => {
     const role = client.escapeIdentifier(app.user);
     const exists = (await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1::text', [app.user])).rowCount;
-    // The password again at every start: postgres.json is what clients read, the role follows it.
+    // The password of postgres.json: it is what clients read, the role follows it.
     await client.query(
       `${exists ? 'ALTER' : 'CREATE'} ROLE ${role} WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS INHERIT PASSWORD ${client.escapeLiteral(app.password)}`,
     );
