@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { User } from '../accounts/accounts.repository.js';
 import { inactiveTenantOf } from '../accounts/tenant-state.js';
 import type { FeatureDeps } from '../deps.js';
-import { AppError } from '../http/errors.js';
+import { AppError, rateLimited } from '../http/errors.js';
 import { lockAccount } from './account-lock.js';
 import { recordAuthEvent, type RequestOrigin } from './auth-events.repository.js';
 import type { VerifiedProof } from './dpop-proof.js';
@@ -77,10 +77,7 @@ export async function login(deps: FeatureDeps, guards: LoginGuards, input: Login
     const decision = await limiter.attempt(limiterAccount, origin.ip, now);
     if (!decision.allowed) {
       await guards.refusals.record({ at: now, origin, userId: user?.id ?? null, username: user?.username ?? null, retryAfterSeconds: decision.retryAfterSeconds });
-      throw new AppError('rate_limited', `Too many failed logins; retry in ${decision.retryAfterSeconds} s.`, {
-        headers: { 'retry-after': String(decision.retryAfterSeconds) },
-        extensions: { retry_after: decision.retryAfterSeconds },
-      });
+      throw rateLimited(decision.retryAfterSeconds, 'Too many failed logins');
     }
 
     if (!user) {

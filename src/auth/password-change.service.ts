@@ -1,6 +1,6 @@
 import { findUserById } from '../accounts/accounts.repository.js';
 import type { FeatureDeps } from '../deps.js';
-import { AppError } from '../http/errors.js';
+import { AppError, rateLimited } from '../http/errors.js';
 import type { UserPrincipal } from './access-tokens.js';
 import { unauthorized, USER_GONE } from './authenticate.js';
 import { recordAuthEvent, type RequestOrigin } from './auth-events.repository.js';
@@ -31,10 +31,7 @@ export async function changeOwnPassword(
   try {
     const decision = await limiter.attempt(limiterKey, input.origin.ip, now);
     if (!decision.allowed) {
-      throw new AppError('rate_limited', `Too many failed attempts; retry in ${decision.retryAfterSeconds} s.`, {
-        headers: { 'retry-after': String(decision.retryAfterSeconds) },
-        extensions: { retry_after: decision.retryAfterSeconds },
-      });
+      throw rateLimited(decision.retryAfterSeconds, 'Too many failed attempts');
     }
     if (!(await work.verify(user.password_hash, input.currentPassword))) {
       await recordAuthEvent(db, { type: 'login_failed', at: now, origin: input.origin, userId: user.id, username: user.username, detail: { reason: 'wrong_current_password' } });

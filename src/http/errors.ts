@@ -64,3 +64,11 @@ export class AppError extends Error {
 export const notFound = (what = 'The resource does not exist') => new AppError('not_found', what);
 export const invalidField = (field: string, message: string) =>
   new AppError('validation_failed', `${field}: ${message}`, { errors: [{ field, message }] });
+
+/** 429 `rate_limited`: "<detail>; retry in N s.", with Retry-After and `retry_after` (seconds). */
+export function rateLimited(retryAfterSeconds: number, detail: string): AppError {
+  return new AppError('rate_limited', `${detail}; retry in ${retryAfterSeconds} s.`, {
+    headers: { 'retry-after': String(retryAfterSeconds) },
+    extensions: { retry_after: retryAfterSeconds },
+  });
+}

@@ -3,7 +3,7 @@ import type { Principal } from '../auth/access-tokens.js';
 import { principalOf } from '../auth/authenticate.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
-import { AppError } from './errors.js';
+import { rateLimited } from './errors.js';
 import { TokenBuckets } from './token-buckets.js';
 
 /**
@@ -43,13 +43,6 @@ export function tenantKey(principal: Principal): string {
 
 const perMinute = (count: number) => ({ capacity: count, perSecond: count / 60 });
 
-function limited(wait: number, detail: string): AppError {
-  return new AppError('rate_limited', `${detail}; retry in ${wait} s.`, {
-    headers: { 'retry-after': String(wait) },
-    extensions: { retry_after: wait },
-  });
-}
-
 export function createTenantRateLimits(config: Config, clock: Clock): TenantRateLimits {
   const settings: Record<TenantAction, { capacity: number; perSecond: number }> = {
     events: { capacity: config.TENANT_EVENTS_BURST, perSecond: config.TENANT_EVENTS_PER_SECOND },
@@ -70,13 +63,13 @@ export function createTenantRateLimits(config: Config, clock: Clock): TenantRate
   return {
     take(principal, action) {
       const wait = buckets.get(action)?.take(tenantKey(principal), 1, clock.now().getTime()) ?? 0;
-      if (wait > 0) throw limited(wait, `Too many ${action === 'events' ? 'events' : `${action} requests`} for this tenant`);
+      if (wait > 0) throw rateLimited(wait, `Too many ${action === 'events' ? 'events' : `${action} requests`} for this tenant`);
     },
     takeEventBytes(principal, bytes) {
       if (!eventBytes) return () => {};
       const key = tenantKey(principal);
       const wait = eventBytes.take(key, bytes, clock.now().getTime());
-      if (wait > 0) throw limited(wait, 'This tenant\'s event storage budget (bytes of events per hour) is used up');
+      if (wait > 0) throw rateLimited(wait, 'This tenant\'s event storage budget (bytes of events per hour) is used up');
       let given = false;
       return () => {
         if (given) return;

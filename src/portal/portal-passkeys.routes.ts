@@ -11,7 +11,7 @@ import { deletePasskey } from '../auth/mfa/passkeys.repository.js';
 import { recordAuthEvent } from '../auth/auth-events.repository.js';
 import { originOf } from '../auth/request-origin.js';
 import type { TokenPair } from '../auth/token-pair.js';
-import { AppError } from '../http/errors.js';
+import { AppError, rateLimited } from '../http/errors.js';
 import { TokenBuckets } from '../http/token-buckets.js';
 import { assertSameOrigin } from './portal-security.js';
 import { sessionOf, type PortalDeps } from './portal.routes.js';
@@ -84,7 +84,7 @@ export const portalPasskeyRoutes: FastifyPluginAsyncTypebox<PasskeyDeps> = async
   const signIns = new TokenBuckets(perMinute, perMinute / 60);
   const takeSignIn = (request: FastifyRequest) => {
     const wait = signIns.take(originOf(request).ip, 1, clock.now().getTime());
-    if (wait > 0) throw new AppError('rate_limited', `Too many passkey sign-ins from this address; retry in ${wait} s.`, { headers: { 'retry-after': String(wait) } });
+    if (wait > 0) throw rateLimited(wait, 'Too many passkey sign-ins from this address');
   };
 
   app.post('/portal/login/passkey/options', { schema: { ...hide, body: Type.Object({ mfa_token: MfaTokenField }) } }, async (request) => {

@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { findUserById, type User } from '../../accounts/accounts.repository.js';
 import type { FeatureDeps } from '../../deps.js';
-import { AppError } from '../../http/errors.js';
+import { AppError, rateLimited } from '../../http/errors.js';
 import { recordAuthEvent, type RequestOrigin } from '../auth-events.repository.js';
 import type { VerifiedProof } from '../dpop-proof.js';
 import type { LoginGuards } from '../login.service.js';
@@ -75,10 +75,7 @@ export async function verifyLoginCode(deps: FeatureDeps, guards: LoginGuards, in
   const decision = await guards.limiter.attempt(account, origin.ip, now);
   if (!decision.allowed) {
     await guards.refusals.record({ at: now, origin, userId: user.id, username: user.username, retryAfterSeconds: decision.retryAfterSeconds });
-    throw new AppError('rate_limited', `Too many failed attempts; retry in ${decision.retryAfterSeconds} s.`, {
-      headers: { 'retry-after': String(decision.retryAfterSeconds) },
-      extensions: { retry_after: decision.retryAfterSeconds },
-    });
+    throw rateLimited(decision.retryAfterSeconds, 'Too many failed attempts');
   }
   const method = await db.transaction(async (tx) => {
     // Locked: of two requests with one token, the second waits and then finds it gone.

@@ -1,6 +1,6 @@
 import { findUserById, type User } from '../../accounts/accounts.repository.js';
 import type { FeatureDeps } from '../../deps.js';
-import { AppError, invalidField } from '../../http/errors.js';
+import { AppError, invalidField, rateLimited } from '../../http/errors.js';
 import { decryptSecret, encryptSecret } from '../../webhooks/secret-box.js';
 import { recordAuthEvent, type RequestOrigin } from '../auth-events.repository.js';
 import { unauthorized, USER_GONE } from '../authenticate.js';
@@ -23,12 +23,6 @@ async function activeUser(db: FeatureDeps['db'], userId: number): Promise<User> 
   if (!user.active) throw new AppError('user_inactive', 'The user is disabled.');
   return user;
 }
-
-const rateLimited = (retryAfterSeconds: number) =>
-  new AppError('rate_limited', `Too many failed attempts; retry in ${retryAfterSeconds} s.`, {
-    headers: { 'retry-after': String(retryAfterSeconds) },
-    extensions: { retry_after: retryAfterSeconds },
-  });
 
 /** The second factor state of a user, for GET /api/v2/auth/mfa and the portal. */
 export async function secondFactorStatus({ db }: Pick<FeatureDeps, 'db'>, userId: number): Promise<{ totp: 'none' | 'pending' | 'active'; recovery_codes_left: number }> {
@@ -76,7 +70,7 @@ export async function disableTotp({ db, clock, keys }: Deps, limiter: LoginLimit
   const now = clock.now();
   const account = `user:${user.id}`;
   const decision = await limiter.attempt(account, origin.ip, now);
-  if (!decision.allowed) throw rateLimited(decision.retryAfterSeconds);
+  if (!decision.allowed) throw rateLimited(decision.retryAfterSeconds, 'Too many failed attempts');
   const method = await db.transaction(async (tx) => {
     const used = await useSecondFactorCode(tx, keys.mfaSecretsKey, user.id, code, now);
     if (used) {
@@ -106,7 +100,7 @@ export async function newRecoveryCodes({ db, clock }: Deps, limiter: LoginLimite
   if (!(await findTotp(db, user.id))?.activated_at) throw new AppError('conflict', 'Recovery codes go with an active authenticator; activate one first.');
   const account = `user:${user.id}`;
   const decision = await limiter.attempt(account, origin.ip, now);
-  if (!decision.allowed) throw rateLimited(decision.retryAfterSeconds);
+  if (!decision.allowed) throw rateLimited(decision.retryAfterSeconds, 'Too many failed attempts');
   if (!(await verifyPassword(user.password_hash, password))) {
     await recordAuthEvent(db, { type: 'login_failed', at: now, origin, userId: user.id, username: user.username, detail: { reason: 'wrong_current_password' } });
     throw new AppError('invalid_credentials', 'The password is wrong.');
