@@ -1,12 +1,13 @@
 import { findUserById } from '../accounts/accounts.repository.js';
 import type { FeatureDeps } from '../deps.js';
-import { AppError, rateLimited } from '../http/errors.js';
+import { AppError } from '../http/errors.js';
 import type { UserPrincipal } from './access-tokens.js';
+import { proveCurrentPassword } from './current-password.js';
 import { unauthorized, USER_GONE } from './authenticate.js';
 import { recordAuthEvent, type RequestOrigin } from './auth-events.repository.js';
 import type { LoginLimiter } from './login-limits.js';
 import { checkNewPassword } from './password-strength.js';
-import { hashPassword, reservePasswordWork } from './passwords.js';
+import { hashPassword } from './passwords.js';
 import { revokeAllOfUser } from './sessions.repository.js';
 
 /**
@@ -24,23 +25,7 @@ export async function changeOwnPassword(
   const user = await findUserById(db, principal.userId);
   if (!user) throw unauthorized(USER_GONE);
   if (!user.active) throw new AppError('user_inactive', 'The user is disabled.');
-  // The account the login limits count for this user (as login-account.ts names it).
-  const limiterKey = `user:${user.id}`;
-  // Reserved before the limits count the attempt, as login does (login.service.ts).
-  const work = reservePasswordWork();
-  try {
-    const decision = await limiter.attempt(limiterKey, input.origin.ip, now);
-    if (!decision.allowed) {
-      throw rateLimited(decision.retryAfterSeconds, 'Too many failed attempts');
-    }
-    if (!(await work.verify(user.password_hash, input.currentPassword))) {
-      await recordAuthEvent(db, { type: 'login_failed', at: now, origin: input.origin, userId: user.id, username: user.username, detail: { reason: 'wrong_current_password' } });
-      throw new AppError('invalid_credentials', 'The current password is wrong.');
-    }
-    await limiter.succeeded(limiterKey, input.origin.ip, now);
-  } finally {
-    work.release();
-  }
+  await proveCurrentPassword(db, limiter, user, input.currentPassword, input.origin, now, 'The current password is wrong.');
   // Judged once the current password is proven (only the account's holder makes the estimator
   // work), and outside the slot: a slow estimate must not hold what every login needs.
   await checkNewPassword(input.newPassword, { field: 'body.new_password', minScore: config.PASSWORD_MIN_SCORE, userInputs: [user.username] });

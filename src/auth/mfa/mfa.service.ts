@@ -5,7 +5,7 @@ import { decryptSecret, encryptSecret } from '../../webhooks/secret-box.js';
 import { recordAuthEvent, type RequestOrigin } from '../auth-events.repository.js';
 import { unauthorized, USER_GONE } from '../authenticate.js';
 import type { LoginLimiter } from '../login-limits.js';
-import { verifyPassword } from '../passwords.js';
+import { proveCurrentPassword } from '../current-password.js';
 import { deleteSecondFactor, findTotp, replaceRecoveryCodes, unusedRecoveryCodes, upsertPendingTotp, useTotpStep } from './mfa.repository.js';
 import { useSecondFactorCode } from './second-factor-code.js';
 import { matchTotp, newTotpSecret, otpauthUrl } from './totp.js';
@@ -98,14 +98,7 @@ export async function newRecoveryCodes({ db, clock }: Deps, limiter: LoginLimite
   const user = await activeUser(db, userId);
   const now = clock.now();
   if (!(await findTotp(db, user.id))?.activated_at) throw new AppError('conflict', 'Recovery codes go with an active authenticator; activate one first.');
-  const account = `user:${user.id}`;
-  const decision = await limiter.attempt(account, origin.ip, now);
-  if (!decision.allowed) throw rateLimited(decision.retryAfterSeconds, 'Too many failed attempts');
-  if (!(await verifyPassword(user.password_hash, password))) {
-    await recordAuthEvent(db, { type: 'login_failed', at: now, origin, userId: user.id, username: user.username, detail: { reason: 'wrong_current_password' } });
-    throw new AppError('invalid_credentials', 'The password is wrong.');
-  }
-  await limiter.succeeded(account, origin.ip, now);
+  await proveCurrentPassword(db, limiter, user, password, origin, now, 'The password is wrong.');
   return replaceRecoveryCodesAudited({ db }, user, now, origin);
 }
 
