@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import QRCode from 'qrcode';
 import { Type } from 'typebox';
 import { findUserById } from '../accounts/accounts.repository.js';
-import type { LoginGuards } from '../auth/login.service.js';
+import type { LoginGuards } from '../auth/login-guards.js';
 import { challengeUser, verifyLoginCode } from '../auth/mfa/mfa-login.js';
 import { deleteChallenge, findChallenge } from '../auth/mfa/mfa.repository.js';
 import { passkeysOf } from '../auth/mfa/passkeys.repository.js';

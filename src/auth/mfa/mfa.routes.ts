@@ -7,7 +7,7 @@ import { AppError } from '../../http/errors.js';
 import { problemResponses } from '../../http/openapi.js';
 import { authenticate, userPrincipalOf } from '../authenticate.js';
 import { tokenRequestProof } from '../dpop-proof.js';
-import type { LoginGuards } from '../login.service.js';
+import type { LoginGuards } from '../login-guards.js';
 import { PASSWORD_MAX_LENGTH } from '../password-strength.js';
 import { originOf } from '../request-origin.js';
 import { DpopHeaders, proofRefusal, TokenPairSchema } from '../token-pair-schema.js';
