@@ -63,8 +63,9 @@ export function entityOrderKey(marketplaceCode: string, sellerId: number, entity
  * event_id returns the first answer and creates nothing. event_id is scoped to the producer, the
  * seller the event is for: whoever sends it (a seller user, an admin or, later, an API key) may send
  * only for sellers it may act for, and the lookup never reads another seller's events.
- * The body's size is taken from the sender's event storage budget before anything is written (a
- * refusal costs no query), and given back when nothing was stored after all.
+ * The body's size is taken from the sender's event storage budget after the repeat lookup (a
+ * repeat costs nothing) and the validation, before anything is written (a refusal writes nothing),
+ * and given back when nothing was stored after all.
  */
 export async function acceptEvent(
   deps: { db: Database; clock: Clock; tenantRateLimits?: TenantRateLimits },
