@@ -522,6 +522,8 @@ CREATE INDEX deliveries_due ON public.deliveries_queue USING btree (next_attempt
 
 CREATE INDEX deliveries_lease_expiry ON public.deliveries_queue USING btree (lease_expires_at) WHERE (status = 'delivering'::text);
 
+CREATE INDEX deliveries_pending_stream_due ON public.deliveries_queue USING btree (webhook_id, split_part(entity_key, ':'::text, 2), next_attempt_at, id) WHERE (status = 'pending'::text);
+
 CREATE INDEX deliveries_pending_webhook_due ON public.deliveries_queue USING btree (webhook_id, next_attempt_at, id) WHERE (status = 'pending'::text);
 
 CREATE INDEX deliveries_queue_event_id_idx ON public.deliveries_queue USING btree (event_id);

@@ -12,7 +12,8 @@
  */
 import pino from 'pino';
 import type { Database, Queryable, QueryOptions } from '../../src/db/database.js';
-import { claimDueDeliveries, type ClaimOptions } from '../../src/delivery/claim.js';
+import { claimDueDeliveries, type ClaimRequest } from '../../src/delivery/queue/claim.js';
+import { recoverExpiredLeases } from '../../src/delivery/queue/recover-expired-leases.js';
 import { QueueVacuum } from '../../src/delivery/queue-vacuum.js';
 import { createTestDatabase } from '../../src/testing/test-database.js';
 
@@ -58,10 +59,7 @@ async function seed(db: Queryable, layout: Layout): Promise<void> {
   }
 }
 
-/**
- * Runs each statement of the claim under EXPLAIN ANALYZE inside a savepoint: those of the prelude
- * (sent with BEGIN) after it ran, the others before they run for real.
- */
+/** Runs each statement of the claim under EXPLAIN ANALYZE inside a savepoint, before it runs for real. */
 function explaining(db: Database, plans: string[]): Database {
   const explain = async (tx: Queryable, sql: string, params?: readonly unknown[]) => {
     await tx.query('SAVEPOINT probe');
@@ -71,17 +69,16 @@ function explaining(db: Database, plans: string[]): Database {
   };
   return {
     ...db,
-    transaction: (work, options) =>
-      db.transaction(async (tx, prelude) => {
-        for (const statement of options?.prelude ?? []) if (typeof statement !== 'string') await explain(tx, statement.sql, statement.params);
-        return work({
+    transaction: (work) =>
+      db.transaction((tx) =>
+        work({
           ...tx,
           query: async <Row>(sql: string, params?: readonly unknown[], queryOptions?: QueryOptions) => {
             await explain(tx, sql, params);
             return tx.query<Row>(sql, params, queryOptions);
           },
-        }, prelude);
-      }, options),
+        }),
+      ),
   };
 }
 
@@ -103,9 +100,9 @@ async function probe(layout: Layout, explain: boolean): Promise<void> {
                      ALTER TABLE events SET (autovacuum_enabled = false)`);
     }
     await seed(db, layout);
-    const options: ClaimOptions = {
-      workerId: 'probe', clockOffsetMs: 0, leaseSeconds: 60, limit: 100, concurrency: 100, perWebhookLimit: 10, tenantShare: 0.5, scanWebhooks: 200,
-      position: { webhookCursor: 0 },
+    const options: ClaimRequest = {
+      workerId: 'probe', clockOffsetMs: 0, leaseSeconds: 60, free: 100, concurrency: 100, perWebhookLimit: 10, tenantShare: 0.5, scanWebhooks: 200,
+      position: { webhookCursor: 0, streamCursors: new Map() },
     };
     const vacuum = new QueueVacuum(db, pino({ level: 'silent' }));
     const times: number[] = [];
@@ -113,7 +110,8 @@ async function probe(layout: Layout, explain: boolean): Promise<void> {
     for (let round = 0; round < ROUNDS; round++) {
       const started = performance.now();
       // Expired leases are looked for at most once a second, as the worker does: here in the first round.
-      const deliveries = await claimDueDeliveries(db, { ...options, recoverLeases: round === 0 });
+      if (round === 0) await recoverExpiredLeases(db, 0);
+      const { deliveries } = await claimDueDeliveries(db, options);
       times.push(performance.now() - started);
       claimed = deliveries.length;
       await finish(db, deliveries.map((delivery) => delivery.id));

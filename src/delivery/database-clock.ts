@@ -6,11 +6,8 @@ import { ManualClock, systemClock, type Clock } from '../clock.js';
  * that time with the statement parameter `$n` as an offset in milliseconds: 0 in production, and the
  * distance to an injected test clock (ManualClock) in tests, so that moving the test clock moves
  * the database's idea of "now" too.
- * The time the statement started, not the transaction (now()): with now(), a statement after a wait
- * for a lock would take for not yet due the rows that became due while it waited. That time is when
- * the statement's message arrived: the claim's read, sent in one message with BEGIN and the claim
- * lock, sees the time before its wait for the lock (rows due meanwhile go to the next claim, a few
- * milliseconds later); its take, a message of its own, sees the time it is sent.
+ * The time the statement started, not the transaction (now()): each statement of a claim sees the
+ * time it is sent, so a row that became due since the claim began is not taken for not yet due.
  */
 export function dbNow(parameter: number): string {
   return `(statement_timestamp() + $${parameter}::double precision * interval '1 millisecond')`;

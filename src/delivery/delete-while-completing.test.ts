@@ -34,7 +34,7 @@ describe('deleting a webhook while its deliveries complete', () => {
         await seedDelivery(ctx.db, doomed, { now: ctx.clock.now() });
         await seedDelivery(ctx.db, kept, { now: ctx.clock.now() });
       }
-      const claimed = await claim(deliverer, 100);
+      const claimed = (await claim(deliverer, 100)).deliveries;
       assert.equal(claimed.length, 30);
       // Interleaved webhooks in one batch: the completion needs both webhooks' rows.
       const records = claimed.map((delivery) => ({

@@ -9,7 +9,9 @@ import type { Keys } from '../keys.js';
 import { parseNetworks } from '../net/address-policy.js';
 import { decryptSecret, secretKeyBytes } from '../webhooks/secret-box.js';
 import { openHeaders } from '../webhooks/header-box.js';
-import { claimDueDeliveries, type ClaimedDelivery, type ClaimOptions, type ClaimPosition } from './claim.js';
+import { claimDueDeliveries, type Claim, type ClaimPosition } from './queue/claim.js';
+import { recoverExpiredLeases } from './queue/recover-expired-leases.js';
+import type { ClaimedDelivery } from './queue/take-rows.js';
 import type { AttemptOutcome } from './complete.js';
 import { CompletionBatcher } from './completion-batcher.js';
 import { clockOffsetMs } from './database-clock.js';
@@ -18,7 +20,8 @@ import { nextRetryDelay, parseRetryAfter, parseRetrySchedule } from './retry-sch
 import { sendNotification, type SendResult } from './sender.js';
 import { createGuardedAgent, type Resolve } from './ssrf-guard.js';
 import { DestinationAddresses } from './destination-addresses.js';
-import { createSendBudgets, postponeClaim, type SendBudgets } from './host-budget.js';
+import { createSendBudgets, type SendBudgets } from './host-budget.js';
+import { postponeClaim } from './queue/postpone-claim.js';
 import { recordedHeaders } from './sent-headers.js';
 
 export interface DelivererDeps {
@@ -93,7 +96,7 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
     schedule: parseRetrySchedule(config.DELIVERY_RETRY_SCHEDULE),
     sendBudgets: createSendBudgets(config, addresses),
     completions,
-    position: { webhookCursor: 0 },
+    position: { webhookCursor: 0, streamCursors: new Map() },
     signingKeyCache: new Map(),
     headersCache: new Map(),
     close: () => agent.close(),
@@ -132,42 +135,37 @@ export function signingKeys(
 
 /** Claims what is due (up to `limit`), sends it all, records every attempt. For tests and one-shot runs. */
 export async function deliverDue(deliverer: Deliverer, limit = deliverer.deps.config.DELIVERY_CONCURRENCY): Promise<DeliveryResult[]> {
-  const claimed = await claim(deliverer, limit);
-  return Promise.all(claimed.map((delivery) => deliverClaimed(deliverer, delivery)));
+  const { deliveries } = await claim(deliverer, limit);
+  return Promise.all(deliveries.map((delivery) => deliverClaimed(deliverer, delivery)));
 }
 
 /** A lease lasts DELIVERY_LEASE_SECONDS (5 s or more): looking for expired ones every second is enough. */
 const LEASE_RECOVERY_INTERVAL_MS = 1000;
 
 /**
- * `limit`: a number, or a function asked once the claim holds the lock (see ClaimOptions.limit);
- * `worker`: what the worker loop tells the claim and is told by it (ClaimOptions: uncounted,
- * onAllocated, onOtherLeases).
+ * Claims up to `free` due deliveries for this worker (queue/claim.ts). `recording`: per webhook, the
+ * worker's sends that are over and wait for their attempt to be recorded (not in flight any more).
+ * Expired leases (of crashed workers) are turned back into `pending` first, at most once a second.
  */
-export async function claim(
-  deliverer: Deliverer,
-  limit: number | (() => number),
-  worker: Pick<ClaimOptions, 'uncounted' | 'onAllocated' | 'onOtherLeases'> = {},
-): Promise<ClaimedDelivery[]> {
+export async function claim(deliverer: Deliverer, free: number, recording?: ReadonlyMap<number, number>): Promise<Claim> {
   const { config, db, clock } = deliverer.deps;
   const now = clock.now().getTime();
-  // Decided and noted before the claim: a second claim in progress does not recover them again.
-  const recoverLeases = deliverer.leasesRecoveredAt === undefined || now - deliverer.leasesRecoveredAt >= LEASE_RECOVERY_INTERVAL_MS;
-  if (recoverLeases) deliverer.leasesRecoveredAt = now;
-  const deliveries = await claimDueDeliveries(db, {
+  if (deliverer.leasesRecoveredAt === undefined || now - deliverer.leasesRecoveredAt >= LEASE_RECOVERY_INTERVAL_MS) {
+    deliverer.leasesRecoveredAt = now;
+    await recoverExpiredLeases(db, clockOffsetMs(clock));
+  }
+  return claimDueDeliveries(db, {
     workerId: deliverer.workerId,
     clockOffsetMs: clockOffsetMs(clock),
     leaseSeconds: config.DELIVERY_LEASE_SECONDS,
-    limit,
-    ...worker,
+    free,
     concurrency: config.DELIVERY_CONCURRENCY,
     perWebhookLimit: config.DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK,
     tenantShare: config.DELIVERY_TENANT_SHARE,
-    position: deliverer.position,
     scanWebhooks: config.DELIVERY_CLAIM_SCAN_WEBHOOKS,
-    recoverLeases,
+    ...(recording ? { recording } : {}),
+    position: deliverer.position,
   });
-  return deliveries;
 }
 
 /**

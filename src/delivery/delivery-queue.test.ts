@@ -29,7 +29,7 @@ describe('the delivery queue partition', () => {
     const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
     const delivery = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
     assert.equal(await partitionOf(delivery.id), 'deliveries_queue');
-    const [claimed] = await claim(deliverer, 1);
+    const [claimed] = (await claim(deliverer, 1)).deliveries;
     assert.equal(claimed?.id, delivery.id);
     assert.equal(await partitionOf(delivery.id), 'deliveries_queue');
     await ctx.db.query(`UPDATE deliveries SET status = 'pending', leased_by = NULL, lease_expires_at = NULL WHERE id = $1`, [delivery.id]);

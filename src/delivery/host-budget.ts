@@ -1,6 +1,4 @@
 import type { Config } from '../config.js';
-import type { Queryable } from '../db/database.js';
-import { dbNow } from './database-clock.js';
 import { TokenBuckets } from '../http/token-buckets.js';
 import type { DestinationAddresses } from './destination-addresses.js';
 
@@ -14,7 +12,7 @@ import type { DestinationAddresses } from './destination-addresses.js';
  * - per tenant (the webhooks' owner, who chose the fan-out): TENANT_SEND_BYTES_PER_MINUTE. A tenant
  *   over it waits; other tenants' deliveries go on.
  *
- * Waiting means postponed (postponeClaim): no attempt is counted and nothing is dropped.
+ * Waiting means postponed (queue/postpone-claim.ts): no attempt is counted and nothing is dropped.
  */
 export interface SendBudgets {
   /** 0 when the bytes may go now (taken from both budgets), else the seconds to wait (nothing taken). */
@@ -47,19 +45,4 @@ export function createSendBudgets(config: Config, addresses: DestinationAddresse
       return hostWait;
     },
   };
-}
-
-/**
- * Gives a claimed delivery back, due after the wait, without counting an attempt: the receiver was
- * never contacted. Only while this worker still holds the lease.
- */
-export async function postponeClaim(db: Queryable, deliveryId: number, workerId: string, waitSeconds: number, clockOffsetMs: number): Promise<boolean> {
-  // Due times come from the database's clock, like every lease and retry (database-clock.ts).
-  const { rowCount } = await db.query(
-    `UPDATE deliveries SET status = 'pending', leased_by = NULL, lease_expires_at = NULL,
-            next_attempt_at = ${dbNow(4)} + $3::double precision * interval '1 second', updated_at = ${dbNow(4)}
-      WHERE id = $1 AND leased_by = $2 AND status = 'delivering'`,
-    [deliveryId, workerId, waitSeconds, clockOffsetMs],
-  );
-  return rowCount > 0;
 }

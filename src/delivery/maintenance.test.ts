@@ -71,14 +71,14 @@ describe('delivery maintenance and edge cases', () => {
         const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
         for (let i = 0; i < 8; i++) await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
       }
-      const batches = await Promise.all(workers.map((worker) => claim(worker, 12)));
+      const batches = await Promise.all(workers.map(async (worker) => (await claim(worker, 12)).deliveries));
       const ids = batches.flat().map((row) => row.id);
       assert.equal(new Set(ids).size, ids.length);
       const { rows } = await ctx.db.query<{ leased_by: string; n: number }>(`SELECT leased_by, count(*)::int AS n FROM deliveries WHERE leased_by IS NOT NULL GROUP BY leased_by`);
       const byWorker = Object.fromEntries(rows.map((row) => [row.leased_by, row.n]));
       workers.forEach((worker, index) => assert.equal(byWorker[worker.workerId] ?? 0, batches[index]!.length));
       // Rows skipped because another worker held them are taken by later rounds: all 32, each once.
-      for (let round = 0; round < 10 && ids.length < 32; round++) ids.push(...(await claim(workers[round % 3]!, 12)).map((row) => row.id));
+      for (let round = 0; round < 10 && ids.length < 32; round++) ids.push(...((await claim(workers[round % 3]!, 12)).deliveries).map((row) => row.id));
       assert.equal(ids.length, 32);
       assert.equal(new Set(ids).size, 32);
     } finally {

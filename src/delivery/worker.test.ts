@@ -281,13 +281,13 @@ describe('delivery worker: sending, signing, retries', () => {
     const delivery = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
     const other = createDeliverer({ ...ctx, workerId: 'worker-b' });
     try {
-      const taken = await claim(deliverer, 10);
+      const taken = (await claim(deliverer, 10)).deliveries;
       assert.deepEqual(taken.map((row) => row.id), [delivery.id]);
       assert.equal((await deliveryRow(ctx.db, delivery.id)).leased_by, 'worker-a');
       // While the lease lives, nobody else gets it.
-      assert.deepEqual(await claim(other, 10), []);
+      assert.deepEqual((await claim(other, 10)).deliveries, []);
       ctx.clock.advanceSeconds(ctx.config.DELIVERY_LEASE_SECONDS + 1);
-      const retaken = await claim(other, 10);
+      const retaken = (await claim(other, 10)).deliveries;
       assert.deepEqual(retaken.map((row) => [row.id, row.message_id]), [[delivery.id, delivery.messageId]]);
       assert.equal((await deliveryRow(ctx.db, delivery.id)).leased_by, 'worker-b');
 
@@ -328,7 +328,7 @@ describe('delivery worker: sending, signing, retries', () => {
       await released;
     });
     await lockTaken;
-    const claiming = claim(deliverer, 10);
+    const claiming = claim(deliverer, 10).then((result) => result.deliveries);
     const outcome = await Promise.race([claiming, new Promise<'waited'>((resolve) => setTimeout(() => resolve('waited'), 3000))]);
     release();
     await holder;
@@ -344,7 +344,7 @@ describe('delivery worker: sending, signing, retries', () => {
       const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
       const delivery = await seedDelivery(ctx.db, webhook, { now: new Date(realNow() - 1000) });
       Date.now = () => realNow() + 3_600_000;
-      const taken = await claim(local, 10);
+      const taken = (await claim(local, 10)).deliveries;
       assert.deepEqual(taken.map((row) => row.id), [delivery.id]);
       const { rows: [leased] } = await ctx.db.query<{ expires_in: number }>(
         `SELECT extract(epoch FROM lease_expires_at - now())::float8 AS expires_in FROM deliveries WHERE id = $1`, [delivery.id]);
@@ -366,7 +366,7 @@ describe('delivery worker: sending, signing, retries', () => {
     const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
     await ctx.db.query(`UPDATE webhooks SET failing_since = now() - interval '1 hour' WHERE id = $1`, [webhook.id]);
     for (let n = 0; n < 3; n++) await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
-    const [first, second, third] = await claim(deliverer, 3);
+    const [first, second, third] = (await claim(deliverer, 3)).deliveries;
     const record = (id: number, statusCode: number) => ({
       deliveryId: id, webhookId: webhook.id, startedAt: ctx.clock.now(), durationMs: 1, statusCode, error: null, responseBody: null,
       outcome: statusCode === 200 ? { kind: 'succeeded' as const } : { kind: 'retry' as const, delayMs: 60_000 },
@@ -393,12 +393,12 @@ describe('delivery worker: sending, signing, retries', () => {
       const fast = await seedWebhook(local.db, local.keys, { callbackUrl: receiver.url('/fast') });
       for (let i = 0; i < 5; i++) await seedDelivery(local.db, slow, { now: local.clock.now() });
       for (let i = 0; i < 2; i++) await seedDelivery(local.db, fast, { now: local.clock.now() });
-      const first = await claim(worker, 100);
+      const first = (await claim(worker, 100)).deliveries;
       const count = (rows: { webhook_id: number }[], id: number) => rows.filter((row) => row.webhook_id === id).length;
       assert.equal(count(first, slow.id), 2);
       assert.equal(count(first, fast.id), 2);
       // The slow webhook's two are still in flight: nothing more of it, even with free slots.
-      assert.deepEqual(await claim(worker, 100), []);
+      assert.deepEqual((await claim(worker, 100)).deliveries, []);
     } finally {
       await worker.close();
       await local.close();

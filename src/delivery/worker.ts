@@ -4,7 +4,8 @@ import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { Keys } from '../keys.js';
-import { releaseClaims, type ClaimedDelivery } from './claim.js';
+import { releaseClaims } from './queue/release-claims.js';
+import type { ClaimedDelivery } from './queue/take-rows.js';
 import { clockOffsetMs, dbNow } from './database-clock.js';
 import { DELIVERY_CHANNEL } from './deliveries.repository.js';
 import { claim, createDeliverer, deliverClaimed, type Deliverer } from './deliver.js';
@@ -15,7 +16,6 @@ import { pruneExpiredPortalRecords } from '../portal/portal-links.repository.js'
 import type { Metrics } from './metrics.js';
 import { disableFailingWebhooks } from './webhook-health.js';
 import { QueueVacuum } from './queue-vacuum.js';
-import { MAX_WAIT_MS, ReadyQueue } from './ready-queue.js';
 
 export interface WorkerDeps {
   config: Config;
@@ -35,9 +35,6 @@ export interface DeliveryWorker {
 
 const MAINTENANCE_INTERVAL_MS = 15 * 60_000;
 
-/** A claimed delivery's send starts at least this long before its lease runs out (and DELIVERY_TIMEOUT_MS more). */
-const LEASE_MARGIN_MS = 1000;
-
 /**
  * While sends are in flight each of them wakes the worker when it ends, and every wake claims what
  * has become due meanwhile: the query for the next due time (which arms the timer for an idle
@@ -46,11 +43,10 @@ const LEASE_MARGIN_MS = 1000;
 const NEXT_DUE_RECHECK_MS = 1000;
 
 /**
- * Claims take turns on the claim lock (claim.ts). With two in progress, one waits for the lock
- * while the other holds it: the round trips before and after the locked part overlap, and a slot
- * freed during a claim waits for less than a whole claim to be filled again.
+ * A claim that found due work in lanes other claims held (queue/lock-due-webhooks.ts) tries again
+ * this much later: those claims commit within a few milliseconds.
  */
-const CLAIMS_IN_PROGRESS = 2;
+const CONTENDED_RETRY_MS = 2;
 
 /**
  * The long-running worker of `plaza serve`: wakes on NOTIFY, on the slow poll, when the earliest
@@ -67,22 +63,20 @@ export async function startDeliveryWorker(deps: WorkerDeps): Promise<DeliveryWor
 class WorkerLoop {
   /** Every delivery whose send started, until its attempt is recorded. */
   private readonly inFlight = new Set<Promise<void>>();
-  /** Claimed deliveries until their send starts, and the sends in progress: what the caps bound. */
-  private readonly ready: ReadyQueue;
+  /** Sends in progress: what DELIVERY_CONCURRENCY bounds. */
+  private sending = 0;
   /** Per webhook, this worker's deliveries that were sent and wait for their attempt to be recorded. */
-  private readonly settling = new Map<number, number>();
+  private readonly recording = new Map<number, number>();
   /** When scheduleNextDue last ran (Date.now()). */
   private nextDueCheckedAt = 0;
   private readonly shutdown = new AbortController();
   private readonly vacuum: QueueVacuum;
   private stopping = false;
-  /** Claim rounds in progress (at most CLAIMS_IN_PROGRESS). */
-  private claims = 0;
-  /** Rows the claims in progress set out to take (told before their take), until those are in the ready queue. */
-  private reserved = 0;
+  private claiming = false;
   private again = false;
   private pollTimer: NodeJS.Timeout | undefined;
   private dueTimer: NodeJS.Timeout | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
   private maintenanceTimer: NodeJS.Timeout | undefined;
   private maintenance: Promise<void> | undefined;
   private unlisten: (() => Promise<void>) | undefined;
@@ -92,14 +86,6 @@ class WorkerLoop {
     private readonly deps: WorkerDeps,
   ) {
     this.vacuum = new QueueVacuum(deps.db, deps.logger);
-    const { config } = deps;
-    this.ready = new ReadyQueue({
-      concurrency: config.DELIVERY_CONCURRENCY,
-      perWebhookLimit: config.DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK,
-      tenantShare: config.DELIVERY_TENANT_SHARE,
-      // And a send that starts later than the lease allows could outlast it (and be sent twice).
-      maxWaitMs: Math.max(0, Math.min(MAX_WAIT_MS, config.DELIVERY_LEASE_SECONDS * 1000 - config.DELIVERY_TIMEOUT_MS - LEASE_MARGIN_MS)),
-    });
   }
 
   async start(): Promise<void> {
@@ -123,16 +109,16 @@ class WorkerLoop {
     this.wake();
   }
 
-  /** Runs a claim round now, or right after one of those in progress. */
+  /** Runs a claim round now, or right after the one in progress. */
   wake(): void {
     if (this.stopping) return;
-    if (this.claims >= CLAIMS_IN_PROGRESS) {
+    if (this.claiming) {
       this.again = true;
       return;
     }
-    this.claims += 1;
+    this.claiming = true;
     void this.round().finally(() => {
-      this.claims -= 1;
+      this.claiming = false;
       if (this.again && !this.stopping) {
         this.again = false;
         this.wake();
@@ -140,72 +126,50 @@ class WorkerLoop {
     });
   }
 
-  /** What a claim may take (ReadyQueue.room); the rows a claim in progress set out to take count as waiting. */
+  /**
+   * What a claim may take: the slots without a send, and no more than DELIVERY_CONCURRENCY sends
+   * waiting for their record, should the database fall behind. A slot frees up when its send is
+   * over, not when its attempt is recorded: recording is batched and would otherwise hold every slot
+   * for a batch's round trip.
+   */
   private freeSlots(): number {
-    return this.ready.room(this.reserved, this.inFlight.size);
-  }
-
-  /** The leases the claim leaves out of its caps: recent sends (ReadyQueue.lookAhead) and sends waiting for their record. */
-  private uncounted(): Map<number, number> {
-    const counts = new Map(this.settling);
-    if (this.ready.looksAhead) for (const [webhookId, n] of this.ready.lookAhead(performance.now())) counts.set(webhookId, (counts.get(webhookId) ?? 0) + n);
-    return counts;
+    const { DELIVERY_CONCURRENCY: concurrency } = this.deps.config;
+    return Math.min(concurrency - this.sending, 2 * concurrency - this.inFlight.size);
   }
 
   private async round(): Promise<void> {
-    let offered = 0;
-    let reserved = 0;
+    const offered = this.freeSlots();
+    if (offered <= 0) return;
     try {
-      // The free slots are counted once this claim holds the claim lock, when the other claim in
-      // progress has committed its rows. That one's reply may not have been handled yet: until it
-      // is, the rows it set out to take count as taken. Not all the slots it was offered: had it
-      // found nothing to take, this claim would be offered nothing, and a delivery that became due
-      // in between would wait for the next wake, which may never come while nothing is in flight.
-      // The rows' wait for a slot counts from before the claim: their leases start within it.
-      const claimStarted = performance.now();
-      const claimed = this.freeSlots() <= 0 ? [] : await claim(this.deliverer, () => (offered = Math.max(0, this.freeSlots())), {
-        onAllocated: (rows) => {
-          reserved = rows;
-          this.reserved += rows;
-        },
-        uncounted: () => this.uncounted(),
-        onOtherLeases: (others) => this.ready.setOtherLeases(others),
-      });
-      this.ready.add(claimed, claimStarted);
-      this.reserved -= reserved;
-      reserved = 0;
-      this.startSends();
-      // A full batch may mean more is due right away; otherwise sleep until the next due time.
-      if (claimed.length > 0 && claimed.length === offered) this.again = true;
+      const { deliveries, more } = await claim(this.deliverer, offered, this.recording);
+      for (const delivery of deliveries) this.send(delivery);
+      // A full batch may mean more is due right away; lanes held by other claims are free again in a
+      // moment; otherwise sleep until the next due time.
+      if (deliveries.length === offered) this.again = true;
+      else if (more) this.retrySoon();
       else if (this.inFlight.size === 0 || Date.now() - this.nextDueCheckedAt >= NEXT_DUE_RECHECK_MS) await this.scheduleNextDue();
     } catch (error) {
       // The database may be restarting: the poll tries again.
       this.deps.logger.warn({ err: error }, 'claiming deliveries failed');
-    } finally {
-      this.reserved -= reserved;
     }
   }
 
-  /** Starts the sends the caps allow now; gives back what waited too long. */
-  private startSends(): void {
-    if (this.stopping) return;
-    const { send, expired } = this.ready.take(performance.now());
-    for (const delivery of send) this.send(delivery);
-    if (expired.length === 0) return;
-    const { db, clock, logger } = this.deps;
-    releaseClaims(db, this.deliverer.workerId, clockOffsetMs(clock), expired.map((delivery) => delivery.id)).catch((error: unknown) =>
-      logger.warn({ err: error }, 'giving back deliveries that waited too long failed; they return after the lease'),
-    );
+  private retrySoon(): void {
+    if (this.retryTimer || this.stopping) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.wake();
+    }, CONTENDED_RETRY_MS);
   }
 
   private send(delivery: ClaimedDelivery): void {
     const webhookId = delivery.webhook_id;
     let sent = false;
+    this.sending += 1;
     const onSent = () => {
       sent = true;
-      this.ready.finished(delivery);
-      this.settling.set(webhookId, (this.settling.get(webhookId) ?? 0) + 1);
-      this.startSends();
+      this.sending -= 1;
+      this.recording.set(webhookId, (this.recording.get(webhookId) ?? 0) + 1);
       this.wake();
     };
     const task: Promise<void> = deliverClaimed(this.deliverer, delivery, this.shutdown.signal, onSent)
@@ -214,9 +178,9 @@ class WorkerLoop {
         (error: unknown) => this.deps.logger.error({ err: error, deliveryId: delivery.id }, 'recording a delivery attempt failed'),
       )
       .finally(() => {
-        if (!sent) this.ready.finished(delivery);
-        else if (this.settling.get(webhookId) === 1) this.settling.delete(webhookId);
-        else this.settling.set(webhookId, this.settling.get(webhookId)! - 1);
+        if (!sent) this.sending -= 1;
+        else if (this.recording.get(webhookId) === 1) this.recording.delete(webhookId);
+        else this.recording.set(webhookId, this.recording.get(webhookId)! - 1);
         this.inFlight.delete(task);
         this.vacuum.noteFinished();
         this.wake();
@@ -273,12 +237,11 @@ class WorkerLoop {
     clearInterval(this.pollTimer);
     clearInterval(this.maintenanceTimer);
     clearTimeout(this.dueTimer);
+    clearTimeout(this.retryTimer);
     await this.unlisten?.().catch(() => {});
     await this.maintenance;
     // Let a claim round in progress finish so that its claims are counted below.
-    while (this.claims > 0) await new Promise((resolve) => setTimeout(resolve, 10));
-    // What waits for a slot is not sent: it goes back with the other claims below.
-    this.ready.clear();
+    while (this.claiming) await new Promise((resolve) => setTimeout(resolve, 10));
 
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<void>((resolve) => (timer = setTimeout(resolve, config.SHUTDOWN_TIMEOUT_MS)));

@@ -1,0 +1,139 @@
+import type { Database } from '../../db/database.js';
+import { allocateSlots, type DueWebhook, type TenantLoad } from './fair-share.js';
+import { lockDueWebhooks } from './lock-due-webhooks.js';
+import { readDueStreams, STREAMS_PER_CLAIM, type DueStreams } from './read-due-streams.js';
+import { takeRows, type ClaimedDelivery } from './take-rows.js';
+
+export interface ClaimRequest {
+  workerId: string;
+  /** Milliseconds between the injected clock and the database's (0 in production; see database-clock.ts). */
+  clockOffsetMs: number;
+  leaseSeconds: number;
+  /** This worker's free slots: the most rows the claim takes. */
+  free: number;
+  /** This worker's slots in all (DELIVERY_CONCURRENCY). */
+  concurrency: number;
+  /** At most this many deliveries of one webhook in flight, over all workers. */
+  perWebhookLimit: number;
+  /** DELIVERY_TENANT_SHARE. */
+  tenantShare: number;
+  /** Most webhooks with waiting rows one claim looks at (DELIVERY_CLAIM_SCAN_WEBHOOKS). */
+  scanWebhooks: number;
+  /** Per webhook, this worker's sends that are over and wait for their attempt to be recorded: not in flight. */
+  recording?: ReadonlyMap<number, number>;
+  /** Where the worker's previous claim ended; moved on by this one. */
+  position: ClaimPosition;
+}
+
+export interface ClaimPosition {
+  /** The tenant the previous claim ended on; the round-robin resumes after it. */
+  lastTenant?: string;
+  /** The webhook id the previous claim's scan stopped at (0: none). */
+  webhookCursor: number;
+  /** Per webhook, the stream the previous claim's scan of its streams stopped at. */
+  streamCursors: Map<number, string>;
+}
+
+export interface Claim {
+  deliveries: ClaimedDelivery[];
+  /** Due work may be left that this claim did not look at or could not lock: claim again soon. */
+  more: boolean;
+}
+
+/** Most stream cursors a worker remembers (one per webhook with several streams); forgotten when full. */
+const MAX_STREAM_CURSORS = 10_000;
+
+/**
+ * Claims due deliveries fairly, in one transaction of three statements whose cost depends neither on
+ * the size of the backlog nor on webhooks without waiting work:
+ * 1. lock-due-webhooks.ts: the webhooks with due work after the worker's cursor, and the lanes of as
+ *    many as it has free slots, tried without waiting (a lane another claim holds is skipped);
+ * 2. read-due-streams.ts: for those webhooks, their owners, streams (sellers) and due rows, and the
+ *    live leases of all workers, read after the locks, so counting what the lanes' last claims took;
+ * 3. fair-share.ts turns that into rows per (webhook, stream), and take-rows.ts takes them.
+ * The lanes are released at COMMIT. No lock is taken by every claim: workers claim in parallel.
+ */
+export async function claimDueDeliveries(db: Database, request: ClaimRequest): Promise<Claim> {
+  if (request.free <= 0) return { deliveries: [], more: false };
+  const { position, clockOffsetMs } = request;
+  return db.transaction(async (tx) => {
+    // A lease that a crash of the database undoes is harmless: the row is due again, and the worst
+    // outcome is a notification sent twice (at-least-once, docs/delivery.md). Bitmap scans off: with
+    // the queue's statistics stale after a burst, the planner ANDed two indexes' bitmaps instead of
+    // the few probes of the partial indexes, reading every waiting row (docs/performance.md).
+    await tx.exec(`SET LOCAL synchronous_commit = off; SET LOCAL enable_bitmapscan = off`);
+    const lanes = await lockDueWebhooks(tx, { clockOffsetMs, cursor: position.webhookCursor, scan: request.scanWebhooks, limit: request.free });
+    position.webhookCursor = lanes.nextCursor;
+    if (lanes.webhookIds.length === 0) return { deliveries: [], more: lanes.more };
+
+    const after = lanes.webhookIds.map((id) => position.streamCursors.get(id) ?? null);
+    const read = await readDueStreams(tx, { clockOffsetMs, webhookIds: lanes.webhookIds, after, perWebhookLimit: request.perWebhookLimit });
+    const { webhooks, loads, workers } = dueWork(read, request);
+    const { quotas, last } = allocateSlots(webhooks, loads, {
+      free: request.free,
+      concurrency: request.concurrency,
+      workers,
+      share: request.tenantShare,
+      perWebhookLimit: request.perWebhookLimit,
+      after: position.lastTenant,
+    });
+    if (last !== undefined) position.lastTenant = last;
+    moveStreamCursors(position, read, quotas);
+    if (quotas.length === 0) return { deliveries: [], more: lanes.more };
+    const deliveries = await takeRows(tx, { clockOffsetMs, workerId: request.workerId, leaseSeconds: request.leaseSeconds, quotas });
+    return { deliveries, more: lanes.more };
+  });
+}
+
+/** The due webhooks with their streams and in-flight counts, and the tenants' loads, from one read. */
+function dueWork(read: DueStreams, request: ClaimRequest): { webhooks: DueWebhook[]; loads: Map<string, TenantLoad>; workers: number } {
+  const recording = new Map(request.recording ?? []);
+  const webhookLoad = new Map<number, number>();
+  const streamLoad = new Map<string, number>();
+  const loads = new Map<string, TenantLoad>();
+  const workers = new Set<string>([request.workerId]);
+  for (const lease of read.leases) {
+    let n = lease.n;
+    // This worker's sends waiting for their record are left out, once per webhook.
+    if (lease.leased_by === request.workerId) {
+      const settled = Math.min(n, recording.get(lease.webhook_id) ?? 0);
+      recording.set(lease.webhook_id, (recording.get(lease.webhook_id) ?? 0) - settled);
+      n -= settled;
+    }
+    webhookLoad.set(lease.webhook_id, (webhookLoad.get(lease.webhook_id) ?? 0) + n);
+    if (lease.key !== null) streamLoad.set(`${lease.webhook_id}:${lease.key}`, (streamLoad.get(`${lease.webhook_id}:${lease.key}`) ?? 0) + n);
+    const load = loads.get(lease.tenant) ?? { total: 0, mine: 0 };
+    load.total += n;
+    if (lease.leased_by === request.workerId) load.mine += n;
+    loads.set(lease.tenant, load);
+    workers.add(lease.leased_by);
+  }
+  const webhooks = read.webhooks.map(({ webhook_id: webhookId, tenant }) => ({
+    webhookId,
+    tenant,
+    inFlight: webhookLoad.get(webhookId) ?? 0,
+    streams: read.streams
+      .filter((stream) => stream.webhook_id === webhookId && stream.due > 0)
+      .map((stream) => ({ key: stream.key, due: stream.due, inFlight: streamLoad.get(`${webhookId}:${stream.key}`) ?? 0 })),
+  }));
+  return { webhooks, loads, workers: workers.size };
+}
+
+/**
+ * Per webhook, where the next claim's scan of its streams starts: after the last stream given a
+ * slot when a due stream was left without one, else after the last stream visited when the scan
+ * stopped at STREAMS_PER_CLAIM, else from the first stream again.
+ */
+function moveStreamCursors(position: ClaimPosition, read: DueStreams, quotas: readonly { webhookId: number; key: string }[]): void {
+  if (position.streamCursors.size >= MAX_STREAM_CURSORS) position.streamCursors.clear();
+  for (const webhookId of new Set(read.streams.map((stream) => stream.webhook_id))) {
+    const streams = read.streams.filter((stream) => stream.webhook_id === webhookId);
+    const given = new Set(quotas.filter((quota) => quota.webhookId === webhookId).map((quota) => quota.key));
+    if (given.size === 0) continue; // nothing served (the webhook is at its limit): the same streams come first next time
+    const lastGiven = streams.findLast((stream) => given.has(stream.key));
+    const left = streams.some((stream) => stream.due > 0 && !given.has(stream.key));
+    const cursor = left && lastGiven ? lastGiven.key : streams.length === STREAMS_PER_CLAIM ? streams.at(-1)!.key : undefined;
+    if (cursor === undefined) position.streamCursors.delete(webhookId);
+    else position.streamCursors.set(webhookId, cursor);
+  }
+}

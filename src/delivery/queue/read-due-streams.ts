@@ -1,0 +1,94 @@
+import type { Queryable } from '../../db/database.js';
+import { dbNow } from '../database-clock.js';
+
+/**
+ * A delivery's stream inside its webhook: its seller, the middle part of its entity key
+ * (marketplace:seller:entity). Written exactly as in the index deliveries_pending_stream_due
+ * (migration 025), which every query over streams relies on.
+ */
+export const STREAM = `split_part(d.entity_key, ':', 2)`;
+
+/**
+ * Most streams of one webhook a claim looks at; the next claim continues after them. A webhook's
+ * slots (DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK, 10 by default) are handed out over the streams visited,
+ * so visiting a few times that many is enough, and bounds the claim's cost on a marketplace webhook
+ * with thousands of sellers waiting.
+ */
+export const STREAMS_PER_CLAIM = 32;
+
+export interface StreamRead {
+  webhook_id: number;
+  key: string;
+  /** Due rows, counted up to the per-webhook limit. */
+  due: number;
+}
+
+export interface LeaseRead {
+  webhook_id: number;
+  /** The stream, for the locked webhooks only (null for others: not needed). */
+  key: string | null;
+  tenant: string;
+  leased_by: string;
+  n: number;
+}
+
+export interface DueStreams {
+  /** The locked webhooks that are active, with their owner (`kind:id`). */
+  webhooks: { webhook_id: number; tenant: string }[];
+  /** The streams visited, in scan order, due or not. */
+  streams: StreamRead[];
+  /** The live leases of every worker: in-flight rows only, a few hundred at most. */
+  leases: LeaseRead[];
+}
+
+/**
+ * One statement, sent once the claim holds the webhooks' lanes, so that it sees every lease the
+ * previous claim of those lanes committed: per locked webhook, its owner (if active) and up to
+ * STREAMS_PER_CLAIM streams with waiting rows after the webhook's cursor (null: from the first; a skip scan of
+ * deliveries_pending_stream_due, one probe per stream), each with its due rows counted up to
+ * `perWebhookLimit`; and the live leases of all workers, per webhook, tenant and worker, and per
+ * stream on the locked webhooks.
+ */
+export async function readDueStreams(
+  db: Queryable,
+  options: { clockOffsetMs: number; webhookIds: readonly number[]; after: readonly (string | null)[]; perWebhookLimit: number },
+): Promise<DueStreams> {
+  const { rows } = await db.query<DueStreams>(
+    `WITH locked AS (
+       SELECT * FROM unnest($2::bigint[], $3::text[]) AS l(webhook_id, after)
+     ),
+     streams AS (
+       SELECT l.webhook_id, s.key,
+              (SELECT count(*)::int FROM (
+                 SELECT 1 FROM deliveries_queue d
+                  WHERE d.webhook_id = l.webhook_id AND ${STREAM} = s.key AND d.status = 'pending' AND d.next_attempt_at <= ${dbNow(1)}
+                  LIMIT $4) x) AS due
+         FROM locked l
+        CROSS JOIN LATERAL (
+          WITH RECURSIVE keys(key, depth) AS (
+            (SELECT ${STREAM}, 1 FROM deliveries_queue d
+              WHERE d.webhook_id = l.webhook_id AND d.status = 'pending' AND (l.after IS NULL OR ${STREAM} > l.after) ORDER BY ${STREAM} LIMIT 1)
+            UNION ALL
+            SELECT (SELECT ${STREAM} FROM deliveries_queue d
+                     WHERE d.webhook_id = l.webhook_id AND d.status = 'pending' AND ${STREAM} > k.key ORDER BY ${STREAM} LIMIT 1),
+                   k.depth + 1
+              FROM keys k WHERE k.key IS NOT NULL AND k.depth < ${STREAMS_PER_CLAIM}
+          )
+          SELECT key FROM keys WHERE key IS NOT NULL
+        ) s
+     ),
+     leases AS (
+       SELECT d.webhook_id, CASE WHEN d.webhook_id = ANY($2::bigint[]) THEN ${STREAM} END AS key,
+              h.tenant_kind || ':' || h.tenant_id AS tenant, d.leased_by, count(*)::int AS n
+         FROM deliveries_queue d JOIN webhooks h ON h.id = d.webhook_id
+        WHERE d.status = 'delivering' AND d.lease_expires_at > ${dbNow(1)}
+        GROUP BY 1, 2, 3, 4
+     )
+     SELECT (SELECT coalesce(json_agg(json_build_object('webhook_id', h.id, 'tenant', h.tenant_kind || ':' || h.tenant_id) ORDER BY h.id), '[]')
+               FROM webhooks h WHERE h.id = ANY($2::bigint[]) AND h.active) AS webhooks,
+            (SELECT coalesce(json_agg(s ORDER BY s.webhook_id, s.key), '[]') FROM streams s) AS streams,
+            (SELECT coalesce(json_agg(l), '[]') FROM leases l) AS leases`,
+    [options.clockOffsetMs, options.webhookIds, options.after, options.perWebhookLimit],
+  );
+  return rows[0]!;
+}
