@@ -9,27 +9,9 @@ export interface QueryResult<Row> {
 
 export interface QueryOptions {
   /**
-   * Prepare the statement once per connection and reuse it: for the delivery engine's few hot
-   * statements, whose planning cost as much as their execution (docs/performance.md).
+   * Prepare the statement once per connection and reuse it: for the delivery engine's completion,
+   * whose planning cost as much as its execution (docs/performance.md).
    */
-  prepare?: boolean;
-  /**
-   * Inside a transaction: this is its last statement, and COMMIT goes with it in the same round
-   * trip. Then the transaction is over: a further statement is refused, and should the work throw
-   * after it, what it did stays committed.
-   */
-  commit?: boolean;
-}
-
-/**
- * A statement with its parameters, for a round trip that carries several statements (a transaction's
- * prelude, a last statement with COMMIT). That is a simple query, which has no parameters: they are
- * written into the text (inline-parameters.ts says which values can be). `prepare`: as in
- * QueryOptions, by PREPARE (once per connection) and EXECUTE with the values written in.
- */
-export interface Statement {
-  sql: string;
-  params?: readonly unknown[];
   prepare?: boolean;
 }
 
@@ -39,33 +21,9 @@ export interface Queryable {
   exec(sql: string): Promise<void>;
 }
 
-export interface TransactionOptions {
-  /**
-   * Statements that run right after BEGIN, in the same round trip: the locks a hot transaction
-   * takes first, and what it reads once it holds them. `work` is given the rows of the last one.
-   */
-  prelude?: readonly (string | Statement)[];
-  /**
-   * SET LOCAL for this transaction, sent with BEGIN too. `synchronous_commit: 'off'` makes COMMIT
-   * return before its WAL reaches the disk, so a crash of the database server may undo it (never
-   * partly): only for changes that a crash may undo without losing anything, the delivery engine's
-   * leases and attempt records (docs/delivery.md).
-   */
-  settings?: Record<string, string>;
-  /**
-   * COMMIT goes with the prelude: the whole transaction is one round trip, and `work` only reads the
-   * rows (a statement it sends is refused).
-   */
-  commit?: boolean;
-}
-
 export interface Database extends Queryable {
-  /**
-   * Runs `work` in one transaction; commits when it resolves (unless its last statement did, see
-   * QueryOptions.commit), rolls back when it throws. `work` gets the rows of the prelude's last
-   * statement (none without a prelude).
-   */
-  transaction<T>(work: (tx: Queryable, prelude: Record<string, unknown>[]) => Promise<T>, options?: TransactionOptions): Promise<T>;
+  /** Runs `work` in one transaction: commits when it resolves, rolls back when it throws. */
+  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
   /** LISTEN on a channel; resolves to a function that stops listening. */
   listen(channel: string, onNotification: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import type { Database, Queryable, QueryOptions, QueryResult, Statement } from './database.js';
-import { inlineParameters } from './inline-parameters.js';
+import type { Database, Queryable, QueryOptions, QueryResult } from './database.js';
 import { DatabaseUnavailableError, isUnavailable } from './database.js';
 
 // int8 (counts, bigserial ids) as numbers: our ids stay below 2^53.
@@ -39,48 +38,12 @@ export function queryable(client: pg.Pool | pg.ClientBase): Queryable {
   return {
     query: <Row>(sql: string, params: readonly unknown[] = [], options: QueryOptions = {}) =>
       guard(async (): Promise<QueryResult<Row>> => {
-        if (options.commit) throw new TypeError('commit: only inside a transaction');
         const values = params as unknown[];
         const result = await client.query(options.prepare ? { name: statementName(sql), text: sql, values } : { text: sql, values });
         return { rows: result.rows as Row[], rowCount: result.rowCount ?? result.rows.length };
       }),
     exec: (sql: string) => guard(async () => void (await client.query(sql))),
   };
-}
-
-/**
- * The statements each connection has prepared by PREPARE, for simple queries. Not the driver's own
- * (QueryOptions.prepare without a simple query), which are prepared by the protocol and named apart.
- */
-const preparedBySql = new WeakMap<pg.ClientBase, Set<string>>();
-
-/**
- * Several statements in one round trip (a simple query, parameters written into the text): each one's
- * result. A statement to prepare is prepared first, in a round trip of its own the first time on
- * this connection (so that whether it exists is never in doubt), then run by EXECUTE: its plan is
- * made once, not at every run.
- */
-async function simpleQuery(client: pg.ClientBase, statements: readonly (string | Statement)[]): Promise<pg.QueryResult[]> {
-  let prepared = preparedBySql.get(client);
-  if (!prepared) preparedBySql.set(client, (prepared = new Set()));
-  const texts: string[] = [];
-  for (const statement of statements) {
-    if (typeof statement === 'string') texts.push(statement);
-    else if (!statement.prepare) texts.push(inlineParameters(statement.sql, statement.params ?? []));
-    else {
-      const name = `${statementName(statement.sql)}_sq`;
-      if (!prepared.has(name)) {
-        await guard(() => client.query(`PREPARE ${name} AS ${statement.sql}`));
-        prepared.add(name);
-      }
-      const params = statement.params ?? [];
-      texts.push(params.length === 0 ? `EXECUTE ${name}` : inlineParameters(`EXECUTE ${name}(${params.map((_, i) => `$${i + 1}`).join(', ')})`, params));
-    }
-  }
-  const text = texts.join(';\n');
-  // pg answers a simple query of one statement with a result, of several with an array of them.
-  const results = (await guard(() => client.query(text))) as pg.QueryResult | pg.QueryResult[];
-  return Array.isArray(results) ? results : [results];
 }
 
 export function openPostgres(options: PostgresOptions): Database {
@@ -109,13 +72,7 @@ export function openPostgres(options: PostgresOptions): Database {
 
   return {
     ...queryable(pool),
-    async transaction(work, { prelude = [], settings = {}, commit = false } = {}) {
-      // A hot transaction that starts with settings, a lock and a read (the delivery claim, a
-      // completion) saves round trips: the statements go with BEGIN in one simple query. The
-      // settings are words, checked as such.
-      for (const [name, value] of Object.entries(settings)) {
-        if (!/^[a-z_]+$/.test(name) || !/^[a-z0-9_]+$/.test(value)) throw new TypeError(`not a setting: ${name} = ${value}`);
-      }
+    async transaction(work) {
       const client = await guard(() => pool.connect());
       let broken: Error | undefined;
       // The pool listens for errors of idle clients only: a server shutdown between two statements
@@ -125,41 +82,15 @@ export function openPostgres(options: PostgresOptions): Database {
         options.onError?.(error);
       };
       client.on('error', onClientError);
-      let committed = false;
-      const plain = queryable(client);
-      const open = () => {
-        if (committed) throw new Error('the transaction has committed');
-      };
-      const tx: Queryable = {
-        exec: async (sql: string) => {
-          open();
-          return plain.exec(sql);
-        },
-        query: async <Row>(sql: string, params: readonly unknown[] = [], queryOptions: QueryOptions = {}) => {
-          open();
-          if (!queryOptions.commit) return plain.query<Row>(sql, params, queryOptions);
-          // The last statement and COMMIT in one round trip: a lock the transaction holds is released
-          // one round trip sooner. An error in the statement skips the COMMIT (the catch rolls back).
-          const [result] = await simpleQuery(client, [{ sql, params, prepare: queryOptions.prepare }, 'COMMIT']);
-          committed = true;
-          return { rows: result!.rows as Row[], rowCount: result!.rowCount ?? result!.rows.length };
-        },
-      };
       try {
-        const begun = await simpleQuery(client, [
-          'BEGIN', ...Object.entries(settings).map(([name, value]) => `SET LOCAL ${name} = ${value}`), ...prelude, ...(commit ? ['COMMIT'] : []),
-        ]);
-        committed = commit;
-        const result = await work(tx, prelude.length > 0 ? begun.at(commit ? -2 : -1)!.rows : []);
-        if (!committed) await guard(() => client.query('COMMIT'));
+        await guard(() => client.query('BEGIN'));
+        const result = await work(queryable(client));
+        await guard(() => client.query('COMMIT'));
         return result;
       } catch (error) {
-        // After a statement sent with COMMIT there is nothing to roll back: the error is the work's own.
-        if (!committed) {
-          await client.query('ROLLBACK').catch((rollbackError: Error) => {
-            broken = rollbackError;
-          });
-        }
+        await client.query('ROLLBACK').catch((rollbackError: Error) => {
+          broken = rollbackError;
+        });
         throw error;
       } finally {
         client.removeListener('error', onClientError);

@@ -1,4 +1,4 @@
-import type { Database, Queryable, Statement } from '../db/database.js';
+import type { Database, Queryable } from '../db/database.js';
 import { dbNow } from './database-clock.js';
 import { disableGoneWebhook, noteWebhookFailure } from './webhook-health.js';
 
@@ -42,22 +42,19 @@ const STATUS_AFTER: Record<AttemptOutcome['kind'], string> = { succeeded: 'succe
 /**
  * Records many finished attempts in one transaction, taking locks in the one order every writer of
  * webhooks and deliveries follows (webhook rows first, by id; then deliveries): see
- * lockWebhooksFirst. One round trip when every attempt succeeded (BEGIN, the lock, the record,
- * COMMIT); failures are noted after the record, in further round trips of the same transaction.
+ * lockWebhooksFirst. Failures are noted after the record, in the same transaction.
  */
 export async function completeAttempts(db: Database, records: readonly AttemptRecord[], options: CompletionOptions): Promise<CompletionResult> {
   if (records.length === 0) return { recorded: new Set(), disabledWebhooks: new Set() };
-  const allSucceeded = records.every((record) => record.outcome.kind === 'succeeded');
-  return db.transaction(async (tx, rows) => {
-    const recorded = new Set(rows.map((row) => row.id as number));
-    const disabledWebhooks = allSucceeded ? new Set<number>() : await noteFailures(tx, records.filter((record) => recorded.has(record.deliveryId)), options);
-    return { recorded, disabledWebhooks };
-  }, {
-    prelude: [lockWebhooksFirst(records.map((record) => record.webhookId)), recordAttempts(records, options)],
-    commit: allSucceeded,
+  return db.transaction(async (tx) => {
     // An attempt record that a crash of the database undoes leaves its delivery leased: it is sent
     // again once the lease expires (at-least-once, docs/delivery.md); nothing is lost.
-    settings: { synchronous_commit: 'off' },
+    await tx.exec(`SET LOCAL synchronous_commit = off`);
+    await lockWebhooksFirst(tx, records.map((record) => record.webhookId));
+    const recorded = await recordAttempts(tx, records, options);
+    const allSucceeded = records.every((record) => record.outcome.kind === 'succeeded');
+    const disabledWebhooks = allSucceeded ? new Set<number>() : await noteFailures(tx, records.filter((record) => recorded.has(record.deliveryId)), options);
+    return { recorded, disabledWebhooks };
   });
 }
 
@@ -69,8 +66,8 @@ export async function completeAttempts(db: Database, records: readonly AttemptRe
  * on it. A webhook deleted meanwhile is simply not found, and its deliveries are gone:
  * recordAttempts then changes nothing for them.
  */
-function lockWebhooksFirst(webhookIds: readonly number[]): Statement {
-  return { sql: `SELECT id FROM webhooks WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE`, params: [[...new Set(webhookIds)]], prepare: true };
+async function lockWebhooksFirst(tx: Queryable, webhookIds: readonly number[]): Promise<void> {
+  await tx.query(`SELECT id FROM webhooks WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE`, [[...new Set(webhookIds)]], { prepare: true });
 }
 
 /**
@@ -81,9 +78,9 @@ function lockWebhooksFirst(webhookIds: readonly number[]): Statement {
  * success clears the failing state; written only when that changes something or last_success_at is
  * a minute old, not on every notification. Failures are noted after (noteFailures).
  */
-function recordAttempts(records: readonly AttemptRecord[], options: CompletionOptions): Statement {
-  return {
-    sql: `WITH input AS (
+async function recordAttempts(tx: Queryable, records: readonly AttemptRecord[], options: CompletionOptions): Promise<Set<number>> {
+  const { rows } = await tx.query<{ id: number }>(
+    `WITH input AS (
        SELECT * FROM unnest($3::bigint[], $4::text[], $5::int[], $6::text[], $7::double precision[], $8::timestamptz[], $9::int[], $10::text[], $11::jsonb[])
                 WITH ORDINALITY AS i(id, status, status_code, error, delay_ms, started_at, duration_ms, response_body, request_headers, n)
      ),
@@ -116,7 +113,7 @@ function recordAttempts(records: readonly AttemptRecord[], options: CompletionOp
      SELECT m.id, m.attempts, i.started_at, i.duration_ms, i.status_code, i.error, i.response_body, i.request_headers
        FROM moved m JOIN input i ON i.id = m.id
      RETURNING delivery_id AS id`,
-    params: [
+    [
       options.workerId,
       options.clockOffsetMs,
       records.map((r) => r.deliveryId),
@@ -130,8 +127,9 @@ function recordAttempts(records: readonly AttemptRecord[], options: CompletionOp
       records.map((r) => r.responseBody?.replaceAll('\u0000', '\uFFFD') ?? null),
       records.map((r) => (r.requestHeaders ? JSON.stringify(r.requestHeaders) : null)),
     ],
-    prepare: true,
-  };
+    { prepare: true },
+  );
+  return new Set(rows.map((row) => row.id));
 }
 
 /**
