@@ -1,8 +1,9 @@
 import { Type, type Static } from 'typebox';
 import { MarketplaceCode, MAX_INT32, WebhookCode, WebhookParams } from '../http/path-params.js';
-import { DELIVERY_STATUSES, type DeliveryAttempt, type DeliverySummary } from './deliveries.repository.js';
+import { DELIVERY_STATUSES } from './deliveries.repository.js';
+import type { DeliveryAttempt, DeliverySummary } from './history/delivery-history.repository.js';
 import { EVENT_TOPICS, EventId, ORDER_REFERENCE_MAX_LENGTH } from '../events/event-schema.js';
-import { REPLAYABLE_STATUSES } from './replay.js';
+import { REPLAYABLE_STATUSES } from './history/replay.js';
 
 export const MAX_PAGE_SIZE = 100;
 export const DEFAULT_PAGE_SIZE = 50;
