@@ -50,6 +50,9 @@ export const DeliveryItem = Type.Object({
   last_error: Type.Union([Type.String(), Type.Null()]),
   created_at: Timestamp,
   completed_at: NullableTimestamp,
+  blocked_by: Type.Union([Type.Integer(), Type.Null()], {
+    description: 'Per-entity order: the id of the delivery this pending one waits for, the earliest earlier delivery of the same entity to the same webhook that is still pending or delivering (it goes first). Null when it waits for none, and for a delivery being sent, finished or held.',
+  }),
 });
 export type DeliveryItem = Static<typeof DeliveryItem>;
 
@@ -125,6 +128,7 @@ export function deliveryItem(row: DeliverySummary): DeliveryItem {
     last_error: row.last_error,
     created_at: iso(row.created_at)!,
     completed_at: iso(row.completed_at),
+    blocked_by: row.blocked_by,
   };
 }
 

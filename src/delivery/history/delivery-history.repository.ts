@@ -15,6 +15,8 @@ export interface DeliverySummary {
   last_error: string | null;
   created_at: Date;
   completed_at: Date | null;
+  /** The earlier delivery of the same webhook and entity that this pending one waits for; null when it waits for none. */
+  blocked_by: number | null;
 }
 
 export interface DeliveryAttempt {
@@ -28,10 +30,19 @@ export interface DeliveryAttempt {
 }
 
 // next_attempt_at means nothing once a delivery is finished: shown as null then.
+// blocked_by follows the claim's per-entity rule (claim.ts): a delivery is not taken while an
+// earlier one (smaller id) of its webhook and entity is unfinished, and the earliest of those goes
+// first. Only a pending delivery waits (a delivering one is being sent, a finished or held one is
+// not in the queue). The subquery is one probe of deliveries_unfinished_entity (entity_key,
+// webhook_id, id) on the queue partition, run only for pending rows, and after the LIMIT (it is
+// costly enough for the planner to evaluate it on the rows it returns: see docs/delivery.md).
 const SUMMARY_COLUMNS = `
   d.id, e.event_id, e.body->>'topic_path' AS topic_path, d.status, d.attempts,
   CASE WHEN d.status IN ('pending', 'delivering') THEN d.next_attempt_at END AS next_attempt_at,
-  d.last_status_code, d.last_error, d.created_at, d.completed_at`;
+  d.last_status_code, d.last_error, d.created_at, d.completed_at,
+  CASE WHEN d.status = 'pending' THEN
+    (SELECT min(x.id) FROM deliveries_queue x WHERE x.entity_key = d.entity_key AND x.webhook_id = d.webhook_id AND x.id < d.id)
+  END AS blocked_by`;
 
 export interface DeliveryFilter extends DeliveryMatch {
   after?: TimeIdPosition;

@@ -14,6 +14,11 @@ export interface LogFilter {
   topic?: string;
 }
 
+/** Beside a status: per-entity order makes a pending delivery wait for an earlier one of its entity, linked. */
+function waitingBehind(here: string, delivery: DeliverySummary) {
+  return delivery.blocked_by !== null && html`<br><a href="${here}/deliveries/${delivery.blocked_by}">waiting behind #${delivery.blocked_by}</a>`;
+}
+
 function options(values: readonly string[], selected: string | undefined, anyLabel: string) {
   return html`<option value="">${anyLabel}</option>${values.map((value) => html`<option value="${value}" ${selected === value && html`selected`}>${value}</option>`)}`;
 }
@@ -36,7 +41,7 @@ ${rows.length === 0 ? html`<p>No deliveries match.</p>` : html`
   <tbody>${rows.map((row) => html`<tr>
     <td><a href="${here}/deliveries/${row.id}">#${row.id}</a></td>
     <td><code>${row.event_id}</code><br><code>${row.topic_path}</code></td>
-    <td>${statusBadge(row.status)}</td>
+    <td>${statusBadge(row.status)}${waitingBehind(here, row)}</td>
     <td>${row.attempts}</td>
     <td>${row.last_status_code ?? row.last_error ?? '—'}</td>
     <td>${timestamp(row.created_at)}</td>
@@ -56,7 +61,7 @@ ${notice && html`<div class="alert ${notice.kind}" role="status"><p>${notice.tex
 <dl class="facts">
   <dt>Event</dt><dd><code>${delivery.event_id}</code></dd>
   <dt>topic_path</dt><dd><code>${delivery.topic_path}</code></dd>
-  <dt>Status</dt><dd>${statusBadge(delivery.status)}</dd>
+  <dt>Status</dt><dd>${statusBadge(delivery.status)}${waitingBehind(here, delivery)}</dd>
   <dt>Attempts</dt><dd>${delivery.attempts}</dd>
   <dt>Created</dt><dd>${timestamp(delivery.created_at)}</dd>
   <dt>Next attempt</dt><dd>${timestamp(delivery.next_attempt_at)}</dd>
