@@ -1,8 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { invalidField } from '../http/errors.js';
+import { decodeCursor, encodeCursor, keysetPage } from '../http/cursor.js';
 import { nextPageLink } from '../http/pagination.js';
-import { isCode, MAX_INT32 } from '../http/path-params.js';
 
 export const ADMIN_PAGE_SIZE = 100;
 
@@ -17,25 +16,14 @@ export const PageQuery = Type.Object(
 
 export const LINK_HEADER = { link: { type: 'string', description: 'RFC 8288 link to the next page (`rel="next"`), present while there are more.' } } as const;
 
-/** An opaque cursor: the key of the last item of a page. */
-export function encodeKey(key: string | number): string {
-  return Buffer.from(JSON.stringify(key)).toString('base64url');
-}
-
 /**
- * The key a cursor holds, checked as what it can be: an id of an `integer` column or a code. A forged
- * key past either (2^31, a NUL the database cannot hold) is a 400 here rather than a 500 in SQL.
+ * The key a cursor holds (http/cursor.ts), checked as what it can be: an id of an `integer` column
+ * or a code, as `initial` is. A forged key past either (2^31, a NUL the database cannot hold) is a
+ * 400 there rather than a 500 in SQL.
  */
 export function decodeKey<K extends string | number>(cursor: string | undefined, initial: K): K {
   if (cursor === undefined) return initial;
-  try {
-    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    const fits = typeof value === 'number' ? Number.isInteger(value) && value >= 0 && value <= MAX_INT32 : typeof value === 'string' && isCode(value);
-    if (fits && typeof value === typeof initial) return value as K;
-  } catch {
-    // falls through to the 400 below
-  }
-  throw invalidField('query.cursor', 'is not a cursor this service issued');
+  return decodeCursor(cursor, [typeof initial === 'number' ? 'int32' : 'code'])[0] as K;
 }
 
 /**
@@ -43,8 +31,7 @@ export function decodeKey<K extends string | number>(cursor: string | undefined,
  * Link header points after the page's last row.
  */
 export function pageOf<T>(request: FastifyRequest, reply: FastifyReply, rows: T[], limit: number, keyOf: (row: T) => string | number): T[] {
-  if (rows.length <= limit) return rows;
-  const page = rows.slice(0, limit);
-  reply.header('link', nextPageLink(request, encodeKey(keyOf(page.at(-1)!))));
-  return page;
+  const page = keysetPage(rows, limit, (row) => encodeCursor([keyOf(row)]));
+  if (page.next) reply.header('link', nextPageLink(request, page.next));
+  return page.rows;
 }

@@ -69,6 +69,8 @@ describe('seeing and steering deliveries', () => {
       last_error: null,
       created_at: ctx.clock.now().toISOString(),
       completed_at: null,
+      // The same order as ids[1], still pending: per-entity order makes this one wait for it.
+      blocked_by: ids[1],
     });
     await assertNearNow(items[0].next_attempt_at);
     assert.equal(items[2].status, 'failed');

@@ -2,14 +2,12 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type { FeatureDeps } from '../deps.js';
 import { authenticate, principalOf } from '../auth/authenticate.js';
-import { AppError, invalidField, notFound } from '../http/errors.js';
+import { AppError, notFound } from '../http/errors.js';
 import { problemResponses, responseHeaders } from '../http/openapi.js';
 import { takeTenantLimit } from '../http/tenant-rate-limit.js';
 import { loadWebhookForPrincipal } from '../webhooks/webhook-access.js';
-import { findDelivery, findEventDeliveries, listAttempts, listDeliveries } from './deliveries.repository.js';
-import { replayDeliveries, RETRY_REFUSED, retryDelivery } from './replay.js';
 import { assertMarketplaceAccess, tenantOf } from '../webhooks/webhook-access.js';
-import { decodeCursor, encodeCursor } from './delivery-cursor.js';
+import { deliveryHistory } from './history/delivery-history.js';
 import {
   attemptItem,
   DEFAULT_PAGE_SIZE,
@@ -29,10 +27,9 @@ import {
 import { nextPageLink } from '../http/pagination.js';
 import { apiActor } from '../webhooks/webhook-history.js';
 
-const DELIVERY_NOT_FOUND = 'The delivery does not exist for this webhook.';
-
 export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {
-  const { db, clock, config } = deps;
+  const { db } = deps;
+  const history = deliveryHistory(deps);
   const auth = authenticate(deps);
   const webhookOf = (request: FastifyRequest, params: { marketplace_code: string; code: string }) =>
     loadWebhookForPrincipal(db, principalOf(request), params.marketplace_code, params.code);
@@ -54,25 +51,20 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
     async (request, reply) => {
       const webhook = await webhookOf(request, request.params);
       const { status, since, until, cursor } = request.query;
-      const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
-      const after = cursor === undefined ? undefined : decodeCursor(cursor);
-      if (cursor !== undefined && !after) throw invalidField('query.cursor', 'is not a cursor returned by this endpoint');
-      const rows = await listDeliveries(db, {
-        webhookId: webhook.id,
-        statuses: status === undefined ? undefined : [status],
-        since: since === undefined ? undefined : new Date(since),
-        until: until === undefined ? undefined : new Date(until),
-        eventId: request.query.event_id,
-        entityId: request.query.entity_id,
-        topic: request.query.topic,
-        after,
-        limit,
-      });
-      const page = rows.slice(0, limit);
-      const last = page[page.length - 1];
-      const next = rows.length > limit && last ? encodeCursor({ createdMicros: Number(last.created_micros), id: Number(last.id) }) : null;
+      const { rows, next } = await history.list(
+        webhook,
+        {
+          statuses: status === undefined ? undefined : [status],
+          since: since === undefined ? undefined : new Date(since),
+          until: until === undefined ? undefined : new Date(until),
+          eventId: request.query.event_id,
+          entityId: request.query.entity_id,
+          topic: request.query.topic,
+        },
+        { limit: request.query.limit ?? DEFAULT_PAGE_SIZE, cursor },
+      );
       if (next) reply.header('link', nextPageLink(request, next));
-      return { items: page.map(deliveryItem), next_cursor: next };
+      return { items: rows.map(deliveryItem), next_cursor: next };
     },
   );
 
@@ -91,11 +83,9 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
     },
     async (request) => {
       const webhook = await webhookOf(request, request.params);
-      const delivery = await findDelivery(db, webhook.id, request.params.id);
-      if (!delivery) throw notFound(DELIVERY_NOT_FOUND);
-      const { attempts, ...rest } = deliveryItem(delivery);
-      const history = await listAttempts(db, delivery.id);
-      return { ...rest, attempt_count: attempts, attempts: history.map(attemptItem) };
+      const { delivery, attempts } = await history.withAttempts(webhook, request.params.id);
+      const { attempts: count, ...rest } = deliveryItem(delivery);
+      return { ...rest, attempt_count: count, attempts: attempts.map(attemptItem) };
     },
   );
 
@@ -116,12 +106,8 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
     },
     async (request, reply) => {
       const webhook = await webhookOf(request, request.params);
-      const outcome = await retryDelivery(db, request.params.id, clock, { webhook, actor: apiActor(principalOf(request)) });
-      if (outcome === 'not_found') throw notFound(DELIVERY_NOT_FOUND);
-      if (outcome !== 'queued') throw new AppError('conflict', RETRY_REFUSED[outcome]);
-      const delivery = await findDelivery(db, webhook.id, request.params.id);
-      if (!delivery) throw notFound(DELIVERY_NOT_FOUND);
-      return reply.code(202).send(deliveryItem(delivery));
+      await history.retry(webhook, request.params.id, apiActor(principalOf(request)));
+      return reply.code(202).send(deliveryItem(await history.get(webhook, request.params.id)));
     },
   );
 
@@ -142,25 +128,20 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
     },
     async (request, reply) => {
       const webhook = await webhookOf(request, request.params);
-      const now = clock.now();
       const { body } = request;
-      const earliest = new Date(now.getTime() - config.DELIVERY_REPLAY_MAX_DAYS * 86_400_000);
-      const since = body.since === undefined ? earliest : new Date(body.since);
-      if (since.getTime() < earliest.getTime()) throw invalidField('body.since', `must be at most ${config.DELIVERY_REPLAY_MAX_DAYS} days back`);
       const dryRun = body.dry_run ?? false;
-      const outcome = await replayDeliveries(
-        db,
+      const outcome = await history.replay(
+        webhook,
         {
-          webhookId: webhook.id,
-          statuses: body.status ?? ['failed'],
-          since,
+          statuses: body.status,
+          since: body.since === undefined ? undefined : new Date(body.since),
           until: body.until === undefined ? undefined : new Date(body.until),
           eventId: body.event_id,
           entityId: body.entity_id,
           topic: body.topic,
+          dryRun,
         },
-        { clock, dryRun, ratePerSecond: config.DELIVERY_REPLAY_RATE_PER_SECOND, maxDeliveries: config.DELIVERY_REPLAY_MAX_DELIVERIES },
-        { webhook, actor: apiActor(principalOf(request)) },
+        apiActor(principalOf(request)),
       );
       return reply.code(dryRun ? 200 : 202).send({ ...outcome, dry_run: dryRun });
     },
@@ -185,7 +166,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
       const principal = principalOf(request);
       const { marketplace_code: marketplaceCode, event_id: eventId } = request.params;
       await assertMarketplaceAccess(db, principal, marketplaceCode);
-      const view = await findEventDeliveries(db, marketplaceCode, eventId, principal.role === 'admin' ? undefined : tenantOf(principal), request.query.seller_id);
+      const view = await history.ofEvent(marketplaceCode, eventId, principal.role === 'admin' ? undefined : tenantOf(principal), request.query.seller_id);
       if (!view) throw notFound('No delivery of this event to your webhooks exists.');
       if ('sellers' in view) throw new AppError('conflict', `This event_id names events of sellers ${view.sellers.join(', ')}; choose one with ?seller_id=.`);
       return {

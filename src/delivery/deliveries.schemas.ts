@@ -1,8 +1,9 @@
 import { Type, type Static } from 'typebox';
 import { MarketplaceCode, MAX_INT32, WebhookCode, WebhookParams } from '../http/path-params.js';
-import { DELIVERY_STATUSES, type DeliveryAttempt, type DeliverySummary } from './deliveries.repository.js';
+import { DELIVERY_STATUSES } from './deliveries.repository.js';
+import type { DeliveryAttempt, DeliverySummary } from './history/delivery-history.repository.js';
 import { EVENT_TOPICS, EventId, ORDER_REFERENCE_MAX_LENGTH } from '../events/event-schema.js';
-import { REPLAYABLE_STATUSES } from './replay.js';
+import { REPLAYABLE_STATUSES } from './history/replay.js';
 
 export const MAX_PAGE_SIZE = 100;
 export const DEFAULT_PAGE_SIZE = 50;
@@ -49,6 +50,9 @@ export const DeliveryItem = Type.Object({
   last_error: Type.Union([Type.String(), Type.Null()]),
   created_at: Timestamp,
   completed_at: NullableTimestamp,
+  blocked_by: Type.Union([Type.Integer(), Type.Null()], {
+    description: 'Per-entity order: the id of the delivery this pending one waits for, the earliest earlier delivery of the same entity to the same webhook that is still pending or delivering (it goes first). Null when it waits for none, and for a delivery being sent, finished or held.',
+  }),
 });
 export type DeliveryItem = Static<typeof DeliveryItem>;
 
@@ -124,6 +128,7 @@ export function deliveryItem(row: DeliverySummary): DeliveryItem {
     last_error: row.last_error,
     created_at: iso(row.created_at)!,
     completed_at: iso(row.completed_at),
+    blocked_by: row.blocked_by,
   };
 }
 

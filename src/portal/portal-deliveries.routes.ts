@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { DELIVERY_STATUSES, findDelivery, listAttempts, listDeliveries, type DeliveryStatus } from '../delivery/deliveries.repository.js';
-import { decodeCursor, encodeCursor } from '../delivery/delivery-cursor.js';
-import { REPLAYABLE_STATUSES, replayDeliveries, RETRY_REFUSED, retryDelivery, type ReplayableStatus } from '../delivery/replay.js';
+import { DELIVERY_STATUSES, type DeliveryStatus } from '../delivery/deliveries.repository.js';
+import { deliveryHistory } from '../delivery/history/delivery-history.js';
+import { REPLAYABLE_STATUSES, type ReplayableStatus } from '../delivery/history/replay.js';
 import { EVENT_TOPICS } from '../events/event-schema.js';
-import { AppError, notFound } from '../http/errors.js';
+import { AppError } from '../http/errors.js';
 import { MarketplaceParams, WebhookParams } from '../http/path-params.js';
 import type { PortalSession } from './portal-sessions.js';
 import { assertInScope, loadScopedWebhook, refusedByTenantLimit, sendPage, sendRefusal, sessionOf, type PortalDeps } from './portal.routes.js';
@@ -48,7 +48,8 @@ function utcTime(value: string | undefined, field: string): Date | undefined {
 
 /** Delivery log, delivery detail with retry, replay by filter (count first), event catalogue. */
 export const portalDeliveryRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async (app, deps) => {
-  const { db, clock, config, requireSession } = deps;
+  const { db, requireSession } = deps;
+  const history = deliveryHistory(deps);
   const one = '/portal/:marketplace_code/webhooks/:code';
   const load = (session: PortalSession, params: { marketplace_code: string; code: string }) => loadScopedWebhook(db, session, params);
 
@@ -57,32 +58,28 @@ export const portalDeliveryRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async
     const webhook = await load(session, request.params);
     const query = request.query;
     const filter = { status: blankToUndefined(query.status), topic: blankToUndefined(query.topic), event_id: blankToUndefined(query.event_id), entity_id: blankToUndefined(query.entity_id) };
-    const after = query.cursor ? decodeCursor(query.cursor) : undefined;
-    const rows = await listDeliveries(db, {
-      webhookId: webhook.id,
-      statuses: filter.status ? [filter.status as DeliveryStatus] : undefined,
-      topic: filter.topic,
-      eventId: filter.event_id,
-      entityId: filter.entity_id,
-      after,
-      limit: PAGE_SIZE,
-    });
-    const shown = rows.slice(0, PAGE_SIZE);
-    const last = shown.at(-1);
-    let nextUrl: string | null = null;
-    if (rows.length > PAGE_SIZE && last) {
-      const params = new URLSearchParams(Object.entries(filter).filter((entry): entry is [string, string] => entry[1] !== undefined));
-      params.set('cursor', encodeCursor({ createdMicros: Number(last.created_micros), id: Number(last.id) }));
-      nextUrl = `${request.url.split('?')[0]}?${params}`;
+    const match = { statuses: filter.status ? [filter.status as DeliveryStatus] : undefined, topic: filter.topic, eventId: filter.event_id, entityId: filter.entity_id };
+    const context = pageContext(session, webhook.marketplace_code);
+    try {
+      const { rows, next } = await history.list(webhook, match, { limit: PAGE_SIZE, cursor: query.cursor || undefined });
+      let nextUrl: string | null = null;
+      if (next) {
+        const params = new URLSearchParams(Object.entries(filter).filter((entry): entry is [string, string] => entry[1] !== undefined));
+        params.set('cursor', next);
+        nextUrl = `${request.url.split('?')[0]}?${params}`;
+      }
+      return sendPage(reply, deliveryLogPage(context, webhook, filter, rows, nextUrl));
+    } catch (error) {
+      // A cursor the service did not issue (a hand-edited link): the log's form says so.
+      if (!(error instanceof AppError) || error.code !== 'validation_failed') throw error;
+      return sendPage(reply, deliveryLogPage(context, webhook, filter, [], null, error.detail), 400);
     }
-    return sendPage(reply, deliveryLogPage(pageContext(session, webhook.marketplace_code), webhook, filter, shown, nextUrl));
   });
 
   const showDelivery = async (session: PortalSession, params: { marketplace_code: string; code: string; id: number }, notice?: { kind: 'success' | 'error'; text: string }) => {
     const webhook = await load(session, params);
-    const delivery = await findDelivery(db, webhook.id, params.id);
-    if (!delivery) throw notFound('The delivery does not exist for this webhook.');
-    return deliveryDetailPage(pageContext(session, webhook.marketplace_code), webhook, delivery, await listAttempts(db, delivery.id), notice);
+    const { delivery, attempts } = await history.withAttempts(webhook, params.id);
+    return deliveryDetailPage(pageContext(session, webhook.marketplace_code), webhook, delivery, attempts, notice);
   };
 
   app.get(`${one}/deliveries/:id`, { schema: { ...hide, params: DeliveryParams, querystring: DetailQuery }, preHandler: requireSession }, async (request, reply) => {
@@ -95,11 +92,15 @@ export const portalDeliveryRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async
     const webhook = await load(session, request.params);
     const refusal = refusedByTenantLimit(deps, session, 'retry');
     if (refusal) return sendRefusal(reply, refusal, await showDelivery(session, request.params, { kind: 'error', text: refusal.detail }));
-    const outcome = await retryDelivery(db, request.params.id, clock, { webhook, actor: portalActor(session) });
-    if (outcome === 'not_found') throw notFound('The delivery does not exist for this webhook.');
+    try {
+      await history.retry(webhook, request.params.id, portalActor(session));
+    } catch (error) {
+      // Delivering or held: the page says why, with the API's words.
+      if (!(error instanceof AppError) || error.code !== 'conflict') throw error;
+      return sendPage(reply, await showDelivery(session, request.params, { kind: 'error', text: error.detail }), 409);
+    }
     // Post/redirect/get: a reload of the page shows the delivery, it does not retry again.
-    if (outcome === 'queued') return reply.redirect(`${request.url.replace(/\/retry$/, '')}?done=retried`, 303);
-    return sendPage(reply, await showDelivery(session, request.params, { kind: 'error', text: RETRY_REFUSED[outcome] }), 409);
+    return reply.redirect(`${request.url.replace(/\/retry$/, '')}?done=retried`, 303);
   });
 
   app.get(`${one}/replay`, { schema: { ...hide, params: WebhookParams }, preHandler: requireSession }, async (request, reply) => {
@@ -118,18 +119,13 @@ export const portalDeliveryRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async
     // Counting takes from the budget too, as the API's dry run does: it runs the same query.
     const refusal = refusedByTenantLimit(deps, session, 'replay');
     if (refusal) return sendRefusal(reply, refusal, replayPage(context, webhook, values, { matched: 0, error: refusal.detail }));
-    const now = clock.now();
-    const earliest = new Date(now.getTime() - config.DELIVERY_REPLAY_MAX_DAYS * 86_400_000);
     try {
       if (statuses.length === 0) throw new AppError('validation_failed', 'Choose at least one status to replay.');
-      const since = utcTime(body.since, 'since') ?? earliest;
-      if (since < earliest) throw new AppError('validation_failed', `The window may start at most ${config.DELIVERY_REPLAY_MAX_DAYS} days back.`);
       const dryRun = body.mode !== 'send';
-      const outcome = await replayDeliveries(
-        db,
-        { webhookId: webhook.id, statuses, since, until: utcTime(body.until, 'until'), topic: blankToUndefined(body.topic), entityId: blankToUndefined(body.entity_id), eventId: blankToUndefined(body.event_id) },
-        { clock, dryRun, ratePerSecond: config.DELIVERY_REPLAY_RATE_PER_SECOND, maxDeliveries: config.DELIVERY_REPLAY_MAX_DELIVERIES },
-        { webhook, actor: portalActor(session) },
+      const outcome = await history.replay(
+        webhook,
+        { statuses, since: utcTime(body.since, 'since'), until: utcTime(body.until, 'until'), topic: blankToUndefined(body.topic), entityId: blankToUndefined(body.entity_id), eventId: blankToUndefined(body.event_id), dryRun },
+        portalActor(session),
       );
       return sendPage(reply, replayPage(context, webhook, values, dryRun ? { matched: outcome.matched } : outcome), dryRun ? 200 : 202);
     } catch (error) {

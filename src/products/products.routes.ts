@@ -2,9 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { FeatureDeps } from '../deps.js';
 import { authenticate, principalOf } from '../auth/authenticate.js';
-import { invalidField } from '../http/errors.js';
+import { decodeCursor, encodeCursor, keysetPage } from '../http/cursor.js';
 import { problemResponses } from '../http/openapi.js';
-import { MAX_INT32 } from '../http/path-params.js';
 import { listProductsOfSeller } from './products.repository.js';
 
 export const DEFAULT_PAGE_SIZE = 50;
@@ -30,17 +29,6 @@ const ProductPage = Type.Object(
   { additionalProperties: false },
 );
 
-// The cursor is opaque to clients: base64url of the last id of the page.
-const encodeCursor = (id: number) => Buffer.from(`p:${id}`).toString('base64url');
-
-function decodeCursor(cursor: string | undefined): number {
-  if (cursor === undefined) return 0;
-  const match = /^p:(\d{1,10})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  // Product ids are `integer`: a forged id past it would be an error in SQL, not a page.
-  if (!match || Number(match[1]) > MAX_INT32) throw invalidField('query.cursor', 'is not a cursor returned by this endpoint');
-  return Number(match[1]);
-}
-
 export const productRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {
   app.get(
     '/api/v2/products',
@@ -64,13 +52,11 @@ export const productRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
       const { cursor } = request.query;
       // Ajv fills in the default; the type says optional because the parameter is.
       const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
+      // Product ids are `integer`: a forged id past it is a 400, not an error in SQL.
+      const [afterId] = cursor === undefined ? [0] : decodeCursor(cursor, ['int32']);
       // One row more than asked tells whether another page exists.
-      const rows = await listProductsOfSeller(deps.db, sellerId, decodeCursor(cursor), limit + 1);
-      const page = rows.slice(0, limit);
-      return {
-        items: page.map((row) => ({ ...row, created_at: row.created_at.toISOString() })),
-        next_cursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.id) : null,
-      };
+      const { rows, next } = keysetPage(await listProductsOfSeller(deps.db, sellerId, afterId, limit + 1), limit, (row) => encodeCursor([row.id]));
+      return { items: rows.map((row) => ({ ...row, created_at: row.created_at.toISOString() })), next_cursor: next };
     },
   );
 };

@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/database.js';
 import { deleteInBatches, PRUNE_BATCH } from '../db/delete-in-batches.js';
-import type { DeliveryCursor } from '../delivery/deliveries.repository.js';
+import type { TimeIdPosition } from '../http/cursor.js';
 import type { ActorKind, FieldChange, HistoryAction, HistoryChannel, HistoryDetail } from './webhook-history.js';
 import type { TenantKind } from './webhook-access.js';
 
@@ -33,7 +33,7 @@ export type HistoryOf = { webhookId: number } | { marketplaceCode: string; code:
 
 export type HistoryFilter = HistoryOf & {
   /** Resume after this position (exclusive), newest first. */
-  after?: DeliveryCursor;
+  after?: TimeIdPosition;
   limit: number;
 };
 

@@ -3,8 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FeatureDeps } from '../deps.js';
 import type { Queryable } from '../db/database.js';
 import { authenticate, principalOf } from '../auth/authenticate.js';
-import { decodeCursor, encodeCursor } from '../delivery/delivery-cursor.js';
-import { invalidField } from '../http/errors.js';
+import { keysetPage, timeIdCursor } from '../http/cursor.js';
 import { problemResponses, responseHeaders } from '../http/openapi.js';
 import { nextPageLink } from '../http/pagination.js';
 import { WebhookParams } from '../http/path-params.js';
@@ -22,13 +21,8 @@ export async function historyPage(
   query: { limit?: number; cursor?: string },
 ): Promise<{ rows: HistoryRow[]; next: string | null }> {
   const limit = query.limit ?? HISTORY_DEFAULT_PAGE_SIZE;
-  const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
-  if (query.cursor !== undefined && !after) throw invalidField('query.cursor', 'is not a cursor returned by this endpoint');
-  const rows = await listWebhookHistory(db, { ...filter, after, limit });
-  const page = rows.slice(0, limit);
-  const last = page.at(-1);
-  const next = rows.length > limit && last ? encodeCursor({ createdMicros: Number(last.created_micros), id: Number(last.id) }) : null;
-  return { rows: page, next };
+  const after = query.cursor === undefined ? undefined : timeIdCursor.decode(query.cursor);
+  return keysetPage(await listWebhookHistory(db, { ...filter, after, limit }), limit, timeIdCursor.encode);
 }
 
 export function sendHistoryLink(request: FastifyRequest, reply: FastifyReply, next: string | null): void {

@@ -1,5 +1,4 @@
-import { invalidField } from '../http/errors.js';
-import { isCode } from '../http/path-params.js';
+import { decodeCursor as decodeListCursor, encodeCursor as encodeListCursor } from '../http/cursor.js';
 import type { WebhookRow } from './webhook-access.js';
 import { disabledMessage, type DisabledReason } from './disabled-reasons.js';
 
@@ -33,18 +32,11 @@ export function toWebhookListItem(row: WebhookRow) {
 
 /** An opaque position after a row: its code and id (codes repeat across tenants in an admin's list). */
 export function encodeCursor(row: Pick<WebhookRow, 'code' | 'id'>): string {
-  return Buffer.from(JSON.stringify([row.code, Number(row.id)])).toString('base64url');
+  return encodeListCursor([row.code, Number(row.id)]);
 }
 
 /** The position of an encodeCursor; a code that no webhook can have (a NUL, say) is a 400, not an error in SQL. */
 export function decodeCursor(cursor: string): { code: string; id: number } {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(value) && value.length === 2 && typeof value[0] === 'string' && isCode(value[0]) && Number.isSafeInteger(value[1])) {
-      return { code: value[0], id: value[1] as number };
-    }
-  } catch {
-    // falls through to the 400 below
-  }
-  throw invalidField('query.cursor', 'is not a cursor this service issued');
+  const [code, id] = decodeListCursor(cursor, ['code', 'bigint']);
+  return { code, id };
 }

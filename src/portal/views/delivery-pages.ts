@@ -1,5 +1,5 @@
-import type { DeliveryAttempt, DeliverySummary } from '../../delivery/deliveries.repository.js';
 import { DELIVERY_STATUSES } from '../../delivery/deliveries.repository.js';
+import type { DeliveryAttempt, DeliverySummary } from '../../delivery/history/delivery-history.repository.js';
 import { EVENT_TOPICS } from '../../events/event-schema.js';
 import type { WebhookRow } from '../../webhooks/webhook-access.js';
 import { html } from '../html.js';
@@ -12,6 +12,11 @@ export interface LogFilter {
   event_id?: string;
   entity_id?: string;
   topic?: string;
+}
+
+/** Beside a status: per-entity order makes a pending delivery wait for an earlier one of its entity, linked. */
+function waitingBehind(here: string, delivery: DeliverySummary) {
+  return delivery.blocked_by !== null && html`<br><a href="${here}/deliveries/${delivery.blocked_by}">waiting behind #${delivery.blocked_by}</a>`;
 }
 
 function options(values: readonly string[], selected: string | undefined, anyLabel: string) {
@@ -36,7 +41,7 @@ ${rows.length === 0 ? html`<p>No deliveries match.</p>` : html`
   <tbody>${rows.map((row) => html`<tr>
     <td><a href="${here}/deliveries/${row.id}">#${row.id}</a></td>
     <td><code>${row.event_id}</code><br><code>${row.topic_path}</code></td>
-    <td>${statusBadge(row.status)}</td>
+    <td>${statusBadge(row.status)}${waitingBehind(here, row)}</td>
     <td>${row.attempts}</td>
     <td>${row.last_status_code ?? row.last_error ?? '—'}</td>
     <td>${timestamp(row.created_at)}</td>
@@ -56,7 +61,7 @@ ${notice && html`<div class="alert ${notice.kind}" role="status"><p>${notice.tex
 <dl class="facts">
   <dt>Event</dt><dd><code>${delivery.event_id}</code></dd>
   <dt>topic_path</dt><dd><code>${delivery.topic_path}</code></dd>
-  <dt>Status</dt><dd>${statusBadge(delivery.status)}</dd>
+  <dt>Status</dt><dd>${statusBadge(delivery.status)}${waitingBehind(here, delivery)}</dd>
   <dt>Attempts</dt><dd>${delivery.attempts}</dd>
   <dt>Created</dt><dd>${timestamp(delivery.created_at)}</dd>
   <dt>Next attempt</dt><dd>${timestamp(delivery.next_attempt_at)}</dd>

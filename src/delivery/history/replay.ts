@@ -1,11 +1,12 @@
-import { retryTransientConflicts, type Database } from '../db/database.js';
-import { AppError } from '../http/errors.js';
-import { notifyDeliveryWorkers, requeueDelivery, type RetryOutcome } from './deliveries.repository.js';
-import type { Clock } from '../clock.js';
-import { clockOffsetMs, dbNow } from './database-clock.js';
+import { retryTransientConflicts, type Database } from '../../db/database.js';
+import { AppError } from '../../http/errors.js';
+import { notifyDeliveryWorkers } from '../deliveries.repository.js';
+import { requeueDelivery, type RetryOutcome } from './delivery-history.repository.js';
+import type { Clock } from '../../clock.js';
+import { clockOffsetMs, dbNow } from '../database-clock.js';
 import { deliveryConditions, type DeliveryMatch } from './delivery-filter.js';
-import type { WebhookRow } from '../webhooks/webhook-access.js';
-import { recordWebhookHistory, type WebhookActor } from '../webhooks/webhook-history.js';
+import type { WebhookRow } from '../../webhooks/webhook-access.js';
+import { recordWebhookHistory, type WebhookActor } from '../../webhooks/webhook-history.js';
 
 /** Who asks for a retry or replay of which webhook's deliveries: its history row (webhook-history.ts). */
 export interface DeliveryAudit {
@@ -102,12 +103,6 @@ export async function replayDeliveries(db: Database, match: DeliveryMatch & { st
     return { matched, replayed: count };
   }));
 }
-
-/** Why a retry is refused, in the API's 409 and on the portal's page. */
-export const RETRY_REFUSED: Record<Exclude<RetryOutcome, 'queued' | 'not_found'>, string> = {
-  delivering: 'The delivery is being sent right now; retry once this attempt has finished.',
-  held: 'The delivery is held while its webhook is paused; resuming the webhook sends it.',
-};
 
 /**
  * Sends one delivery again now and wakes the workers (on commit); 'delivering' while a worker holds
