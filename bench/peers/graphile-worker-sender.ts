@@ -35,6 +35,7 @@ const logger = new Logger(() => (level, message) => {
   if (level === 'error') console.error(`peer graphile-worker: ${message}`);
 });
 
+/** Events per addJobs call (each one job per receiver): one statement per 5 000 jobs. */
 const ENQUEUE_BATCH = 1000;
 /** Plaza's DELIVERY_TIMEOUT_MS default: the time a receiver has to answer. */
 const TIMEOUT_MS = 10_000;
