@@ -1,9 +1,19 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { DeliveryRun } from './lib/delivery-run.js';
 import { ms } from './lib/scenario.js';
 import { median, percentile } from './lib/stats.js';
 import { rowLine } from './lib/table.js';
+import { cpuRow, fleetRows, peerRows } from './scenarios/delivery-rows.js';
 import { select } from './scenarios/index.js';
+
+const run = (perSecond: number, senderMs: number, database: DeliveryRun['cpu']['database']): DeliveryRun => ({
+  perSecond,
+  spanMs: 20_000,
+  delivered: 100_000,
+  expected: 100_000,
+  cpu: { senderMs, database },
+});
 
 // The harness's own logic, not performance: benchmarks never assert timings (docs/performance.md).
 describe('bench harness', () => {
@@ -31,5 +41,28 @@ describe('bench harness', () => {
     assert.equal(line, '| x \\| y | embedded | 1/s | 2/s | 50% | ≥ 35% | yes |');
     assert.equal(ms(Infinity), 'not arrived');
     assert.equal(ms(3.14159), '3.14 ms');
+  });
+
+  it("prints the peer's rate and CPU against Plaza's as Plaza/peer, and a fleet's rate against one worker's", () => {
+    const plaza = run(5000, 14_000, { ms: 18_000 }); // 140 + 180 µs per delivery
+    const peer = run(4000, 12_000, { ms: 7_000 }); // 120 + 70 µs
+    const [rate, cpu] = peerRows('postgres', plaza, peer);
+    assert.deepEqual(
+      [rate!.figure, rate!.ceiling, rate!.ratio, rate!.target, rate!.met],
+      ['4,000/s', '5,000/s (Plaza, 1 worker)', '1.25×', 'Plaza ≥ 1.25×', 'yes'],
+    );
+    assert.match(cpu!.scenario, /\(peer 120 µs \+ PostgreSQL 70 µs\)/);
+    assert.deepEqual([cpu!.figure, cpu!.ceiling, cpu!.ratio], ['190 µs', '320 µs (Plaza, 1 worker)', '1.68×']);
+    assert.equal(peerRows('postgres', run(4900, 1, { ms: 1 }), peer)[0]!.met, 'no');
+
+    const [fleet, fleetCpu] = fleetRows('embedded', 4, run(4750, 10_000, { ms: 10_000 }), plaza);
+    assert.deepEqual([fleet!.scenario, fleet!.ratio, fleet!.met], ['4 delivery throughput, 4 workers (100000 in 20.00 s)', '95%', 'yes']);
+    assert.deepEqual([fleetCpu!.scenario, fleetCpu!.figure, fleetCpu!.met], ['4 CPU per delivery, 4 workers (Plaza 100 µs + PostgreSQL 100 µs)', '200 µs', 'yes']);
+  });
+
+  it('says why the CPU per delivery is unknown instead of printing a part of it', () => {
+    const row = cpuRow('1 worker', 'postgres', run(5000, 14_000, { unknown: 'backend 7 is not a PostgreSQL process of this machine (java)' }));
+    assert.equal(row.scenario, '4 CPU per delivery, 1 worker (Plaza 140 µs, PostgreSQL unknown: backend 7 is not a PostgreSQL process of this machine (java))');
+    assert.deepEqual([row.figure, row.met], ['unknown', 'n/a']);
   });
 });

@@ -10,7 +10,7 @@ import { select, USAGE } from './scenarios/index.js';
 
 async function main(): Promise<number> {
   const { values, positionals } = parseArgs({
-    options: { smoke: { type: 'boolean', default: false }, db: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    options: { smoke: { type: 'boolean', default: false }, db: { type: 'string' }, repeat: { type: 'string', default: '1' }, help: { type: 'boolean', short: 'h' } },
     allowPositionals: true,
   });
   if (values.help) {
@@ -18,6 +18,8 @@ async function main(): Promise<number> {
     return 0;
   }
   const scenarios = select(positionals);
+  const rounds = Number(values.repeat);
+  if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--repeat must be a whole number of at least 1\n\n${USAGE}`);
   // PostgreSQL first: it is the production engine, and most targets are stated for it.
   let engines: Engine[] = process.env.DATABASE_URL ? ['postgres', 'embedded'] : ['embedded'];
   if (values.db) {
@@ -44,7 +46,9 @@ async function main(): Promise<number> {
 
   for (const engine of engines) {
     const state: RunState = { peakRss: [], serverMemory: [] };
-    for (const scenario of scenarios) {
+    // --repeat: the whole selection again, round after round, so that runs to be compared alternate
+    // in one window (scenario 4's Plaza and peer runs, for instance) rather than follow each other.
+    for (const scenario of Array.from({ length: rounds }, () => scenarios).flat()) {
       progress(`[${engine}] ${scenario.id} ${scenario.name}`);
       const databases: BenchDatabase[] = [];
       const started = Date.now();

@@ -1,6 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { findRunningEmbeddedServer } from '../../src/db/embedded/client.js';
+import { connectionString } from '../../src/db/embedded/server.js';
 import { withAdminClient } from '../../src/testing/test-database.js';
 import { runHelper } from './ipc.js';
 
@@ -97,6 +99,16 @@ function isAlive(pid: number): boolean {
   }
 }
 
+/**
+ * A connection string to this database for a client of the harness's own (a meter, a peer): on the
+ * embedded way, the server of DATA_DIR that a running Plaza process owns (none is started here).
+ */
+export async function runningDatabaseUrl(db: BenchDatabase): Promise<string> {
+  if (db.databaseUrl) return db.databaseUrl;
+  const running = await findRunningEmbeddedServer(db.dataDir);
+  if (!running) throw new Error(`no process runs the embedded server of ${db.dataDir}`);
+  return connectionString(running.connection);
+}
 
 /** Runs a db-tasks job (seeding, SQL ceilings) in a helper process against this database. */
 export function dbTask<T>(db: BenchDatabase, type: string, payload: Record<string, unknown> = {}): Promise<T> {

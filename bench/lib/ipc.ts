@@ -42,7 +42,7 @@ export function serveRequests(handlers: Record<string, Handler>): void {
   process.send?.({ id: 0, ok: true, result: 'ready' });
 }
 
-/** Parent side: one helper process started from dist/bench/children/<name>.js. */
+/** Parent side: one helper process started from dist/bench/children/<name>.js (or peers/: the senders Plaza is compared with). */
 export class Helper {
   private nextId = 1;
   private readonly pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
@@ -71,8 +71,12 @@ export class Helper {
     return this.child.pid!;
   }
 
-  static async start(name: string, env: Record<string, string> = {}): Promise<Helper> {
-    const file = fileURLToPath(new URL(`../children/${name}.js`, import.meta.url));
+  isRunning(): boolean {
+    return !this.exited;
+  }
+
+  static async start(name: string, env: Record<string, string> = {}, folder: 'children' | 'peers' = 'children'): Promise<Helper> {
+    const file = fileURLToPath(new URL(`../${folder}/${name}.js`, import.meta.url));
     const child = fork(file, [], { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     track(child);
     const helper = new Helper(name, child);

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import type { BenchDatabase } from './database.js';
+import { processCpuMs } from './cpu.js';
 import { embeddedServerMemory, freePort, peakRssMiB, sleep, track, untrack, wallNow } from './processes.js';
 
 export const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
@@ -14,7 +15,7 @@ export function serviceEnv(db: BenchDatabase, port: number, extra: Record<string
     ...db.env,
     HOST: '127.0.0.1',
     PORT: String(port),
-    // Several services run at once: each operations listener on a free port.
+    // Several services run at once: each operations listener on a free port (Service.start picks one).
     METRICS_PORT: '0',
     // The benchmarks measure the engine with one tenant and one receiver host: the abuse limits would
     // be what they measure otherwise (docs/performance.md).
@@ -41,8 +42,10 @@ function nodeArgs(): string[] {
 
 /** The real service, `node dist/src/main.js serve`, as a separate process. */
 export class Service {
-  /** Wall time between spawn() and the first /readyz 200 (undefined for a worker-only process). */
+  /** Wall time between spawn() and the first /readyz 200. */
   readyAfterMs: number | undefined;
+  /** The process's CPU time at that moment, in ms: what start-up cost, apart from the work after it. */
+  cpuAtReadyMs = 0;
   private exit: Promise<void>;
   private exited = false;
   private exitStatus = '';
@@ -50,6 +53,8 @@ export class Service {
   private constructor(
     private readonly child: ChildProcess,
     readonly port: number,
+    /** The operations listener's port: /readyz in every role (a worker has no other). */
+    readonly metricsPort: number,
     private readonly logPath: string,
     private readonly db: BenchDatabase,
   ) {
@@ -74,29 +79,31 @@ export class Service {
   static async start(db: BenchDatabase, options: { role?: 'all' | 'api' | 'worker'; env?: Record<string, string> } = {}): Promise<Service> {
     const role = options.role ?? 'all';
     const port = await freePort();
+    const metricsPort = await freePort();
     const logPath = join(db.dataDir, `service-${role}-${port}.log`);
     const log = openSync(logPath, 'a');
     const startedAt = wallNow();
     const child = spawn(process.execPath, [...nodeArgs(), MAIN, 'serve', '--role', role], {
-      env: { PATH: process.env.PATH ?? '', ...serviceEnv(db, port, options.env) },
+      env: { PATH: process.env.PATH ?? '', ...serviceEnv(db, port, { METRICS_PORT: String(metricsPort), ...options.env }) },
       stdio: ['ignore', log, log],
     });
     closeSync(log);
     track(child);
-    const service = new Service(child, port, logPath, db);
-    if (role !== 'worker') {
-      await service.waitReady(60_000);
-      service.readyAfterMs = wallNow() - startedAt;
-    }
+    const service = new Service(child, port, metricsPort, logPath, db);
+    // The public port answers /readyz once the API is up; a worker's operations listener, just before
+    // its delivery loop starts.
+    await service.waitReady(role === 'worker' ? `http://127.0.0.1:${metricsPort}` : service.baseUrl, 60_000);
+    service.readyAfterMs = wallNow() - startedAt;
+    service.cpuAtReadyMs = (await service.cpuMs()) ?? 0;
     return service;
   }
 
-  private async waitReady(timeoutMs: number): Promise<void> {
+  private async waitReady(baseUrl: string, timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
       if (this.exited) throw new Error(`the service exited during start-up (${this.exitStatus}); its log:\n${this.logTail()}`);
       try {
-        const { statusCode, body } = await request(`${this.baseUrl}/readyz`);
+        const { statusCode, body } = await request(`${baseUrl}/readyz`);
         await body.dump();
         if (statusCode === 200) return;
       } catch {
@@ -113,6 +120,11 @@ export class Service {
     } catch {
       return '(no log)';
     }
+  }
+
+  /** CPU time (user + system) used so far, in ms; undefined once the process is gone. */
+  cpuMs(): Promise<number | undefined> {
+    return processCpuMs(this.pid);
   }
 
   /** Peak resident memory so far (VmHWM), in MiB. */

@@ -1,87 +1,139 @@
+import { loadConfig } from '../../src/config.js';
 import { createWebhook, login } from '../lib/api.js';
 import { progress, withCleanup } from '../lib/cleanup.js';
+import type { BenchDatabase } from '../lib/database.js';
+import { meteredDelivery, type DeliveryRun } from '../lib/delivery-run.js';
 import { runHelper } from '../lib/ipc.js';
 import { Receivers } from '../lib/receivers.js';
 import { met, percent, perSecond, seconds, type Scenario, type ScenarioContext } from '../lib/scenario.js';
 import { Service } from '../lib/service.js';
+import { runGraphileWorkerPeer } from '../peers/graphile-worker.js';
 import { MARKETPLACE, SELLER_ID, seedTenant } from './common.js';
+import { cpuRow, fleetRows, howMany, peerRows } from './delivery-rows.js';
 import { recordServerMemory } from './memory.js';
 
 const WEBHOOKS = 5;
-/** The service's default DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK: the ceiling gets the same parallelism. */
-const IN_FLIGHT_PER_RECEIVER = 10;
+/** The service's defaults, which it runs with here: the ceiling and the peer get the same parallelism. */
+const PLAZA = loadConfig({});
+const IN_FLIGHT_PER_RECEIVER = PLAZA.DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK;
 const INTAKE_CONCURRENCY = 16;
+/** Worker processes on one database in scenario 4's further rows: how the fleet grows. */
+const FLEETS = [2, 4];
 
-interface DeliveryRun {
-  perSecond: number;
-  spanMs: number;
-  delivered: number;
-  expected: number;
-  receivers: Receivers;
+interface Outbox {
+  db: BenchDatabase;
+  /** The API-only process that took the events in; it stays up, idle, while the outbox is delivered. */
+  api: Service;
 }
 
 /**
- * Events × 5 webhooks on local receivers. The events are taken in first by an API-only process
- * (the outbox fills up), then a worker-only process delivers them: the figure is deliveries per
- * second between the first and the last arrival, the delivery pipeline alone.
+ * A new database whose outbox holds `scale.events` events × the receivers' webhooks (order-<i>),
+ * taken in by an API-only process. It stays up while workers deliver (on the embedded way it runs
+ * the server they join) and its CPU counts with theirs; the caller stops it. `memoryOf` notes its
+ * memory for scenario 8.
  */
-async function deliverAll(ctx: ScenarioContext, scenario: string, hanging: number[], onExit: (stop: () => Promise<unknown>) => void): Promise<DeliveryRun> {
-  const { scale } = ctx;
+async function fillOutbox(ctx: ScenarioContext, receivers: Receivers, onExit: (stop: () => Promise<unknown>) => void, memoryOf?: string): Promise<Outbox> {
   const db = await ctx.newDatabase();
   const { users } = await seedTenant(db, 1);
-  const receivers = await Receivers.start(WEBHOOKS, { hanging });
-  onExit(() => receivers.stop());
-
   const api = await Service.start(db, { role: 'api' });
   onExit(() => api.stop());
   const { token } = await login(api.baseUrl, users[0]!.username, users[0]!.password);
   for (const [i, url] of receivers.urls.entries()) {
     await createWebhook(api.baseUrl, token, MARKETPLACE, { code: `sink-${i}`, topic: 'order/create', callback_url: `${url}/hooks/${i}` });
   }
-  progress(`intake of ${scale.events} events (API only)`);
+  progress(`intake of ${ctx.scale.events} events (API only)`);
   await runHelper('event-driver', 'preload', {
     baseUrl: api.baseUrl,
     token,
     marketplace: MARKETPLACE,
     sellerId: SELLER_ID,
     prefix: 'order-',
-    count: scale.events,
+    count: ctx.scale.events,
     concurrency: INTAKE_CONCURRENCY,
     expectDeliveries: WEBHOOKS,
   });
-  ctx.state.peakRss.push({ scenario, process: 'serve --role api', mib: (await api.peakRssMiB()) ?? Number.NaN });
-  await recordServerMemory(ctx, scenario, api);
-  await api.stop();
-
-  const expected = scale.events * (WEBHOOKS - hanging.length);
-  progress(`delivering ${expected} notifications to healthy receivers (worker only)`);
-  const worker = await Service.start(db, { role: 'worker' });
-  onExit(() => worker.stop());
-  const delivered = await receivers.waitFor(expected, { stallMs: scale.stallMs, budgetMs: scale.deliveryBudgetMs }, () => worker.isRunning());
-  ctx.state.peakRss.push({ scenario, process: 'serve --role worker', mib: (await worker.peakRssMiB()) ?? Number.NaN });
-  await recordServerMemory(ctx, scenario, worker);
-  await worker.stop();
-  return { perSecond: delivered.perSecond, spanMs: delivered.spanMs, delivered: delivered.unique, expected, receivers };
+  if (memoryOf) {
+    ctx.state.peakRss.push({ scenario: memoryOf, process: 'serve --role api', mib: (await api.peakRssMiB()) ?? Number.NaN });
+    await recordServerMemory(ctx, memoryOf, api);
+  }
+  return { db, api };
 }
 
-/** "20000", or "7312 of 20000 (stopped at the time budget)" when the wait budget ran out first. */
-const howMany = (run: DeliveryRun) => (run.delivered >= run.expected ? `${run.expected}` : `${run.delivered} of ${run.expected}, budget reached,`);
+/**
+ * `workers` worker-only processes deliver the outbox until `expected` notifications have arrived:
+ * deliveries per second between the first and the last arrival, the delivery pipeline alone, and the
+ * CPU of Plaza's processes (the workers from the end of their start-up, the idle API) and of the
+ * database's backends meanwhile.
+ */
+async function deliverOutbox(ctx: ScenarioContext, outbox: Outbox, receivers: Receivers, workers: number, expected: number, onExit: (stop: () => Promise<unknown>) => void, memoryOf?: string): Promise<DeliveryRun> {
+  progress(`delivering ${expected} notifications to healthy receivers (${workers} worker process${workers === 1 ? '' : 'es'})`);
+  const started: Service[] = [];
+  const run = await meteredDelivery(ctx, outbox.db, receivers, expected, {
+    start: async () => {
+      const api = { cpuMs: () => outbox.api.cpuMs(), fromMs: (await outbox.api.cpuMs()) ?? Number.NaN };
+      const fleet = Array.from({ length: workers }, () =>
+        Service.start(outbox.db, { role: 'worker' }).then((worker) => {
+          started.push(worker);
+          onExit(() => worker.stop());
+          return worker;
+        }),
+      );
+      const ready = await Promise.all(fleet);
+      return [api, ...ready.map((worker) => ({ cpuMs: () => worker.cpuMs(), fromMs: worker.cpuAtReadyMs }))];
+    },
+    isAlive: () => started.every((worker) => worker.isRunning()),
+  });
+  if (memoryOf) {
+    for (const worker of started) {
+      ctx.state.peakRss.push({ scenario: memoryOf, process: 'serve --role worker', mib: (await worker.peakRssMiB()) ?? Number.NaN });
+      await recordServerMemory(ctx, memoryOf, worker);
+    }
+  }
+  await Promise.all(started.map((worker) => worker.stop()));
+  return run;
+}
 
-/** 4: delivery throughput, against raw undici POSTs of the same signed body to the same receivers. */
+/**
+ * 4: delivery throughput, against raw undici POSTs of the same signed body to the same receivers;
+ * then, in the same run, the graphile-worker peer on the same database and receivers, and Plaza
+ * again with 2 and 4 worker processes on new databases of the same events.
+ */
 export const deliveryThroughput: Scenario = {
   id: '4',
   name: 'delivery throughput',
   run: (ctx) =>
     withCleanup(async (onExit) => {
       const { engine, scale } = ctx;
-      const run = await deliverAll(ctx, '4', [], onExit);
+      const receivers = await Receivers.start(WEBHOOKS);
+      onExit(() => receivers.stop());
+      const expected = scale.events * WEBHOOKS;
+      const first = await fillOutbox(ctx, receivers, onExit, '4');
+      const run = await deliverOutbox(ctx, first, receivers, 1, expected, onExit, '4');
       ctx.state.deliveriesPerSecond = run.perSecond;
 
       progress('ceiling: raw undici Pool POSTs');
-      await run.receivers.reset();
-      const total = scale.events * WEBHOOKS;
-      await runHelper('post-ceiling', 'run', { urls: run.receivers.urls, perReceiver: IN_FLIGHT_PER_RECEIVER, total, marketplace: MARKETPLACE, sellerId: SELLER_ID });
-      const ceiling = await run.receivers.waitFor(total, { stallMs: scale.stallMs });
+      await receivers.reset();
+      await runHelper('post-ceiling', 'run', { urls: receivers.urls, perReceiver: IN_FLIGHT_PER_RECEIVER, total: expected, marketplace: MARKETPLACE, sellerId: SELLER_ID });
+      const ceiling = await receivers.waitFor(expected, { stallMs: scale.stallMs });
+
+      // Right after Plaza's run, on its database (the API, idle, still runs it on the embedded way):
+      // the same events' bodies, as jobs in graphile-worker's own schema.
+      const peer = await runGraphileWorkerPeer(ctx, first.db, receivers, {
+        events: scale.events,
+        marketplace: MARKETPLACE,
+        sellerId: SELLER_ID,
+        concurrency: PLAZA.DELIVERY_CONCURRENCY,
+        perReceiver: IN_FLIGHT_PER_RECEIVER,
+      });
+      await first.api.stop();
+
+      const fleets: { workers: number; run: DeliveryRun }[] = [];
+      for (const workers of FLEETS) {
+        const outbox = await fillOutbox(ctx, receivers, onExit);
+        fleets.push({ workers, run: await deliverOutbox(ctx, outbox, receivers, workers, expected, onExit) });
+        await outbox.api.stop();
+      }
+
       const ratio = run.perSecond / ceiling.perSecond;
       // One engine: the embedded server is PostgreSQL too, so one target.
       const target = 0.25;
@@ -95,6 +147,9 @@ export const deliveryThroughput: Scenario = {
           target: `≥ ${percent(target)}`,
           met: met(ratio >= target),
         },
+        cpuRow('1 worker', engine, run),
+        ...peerRows(engine, run, peer),
+        ...fleets.flatMap(({ workers, run: fleet }) => fleetRows(engine, workers, fleet, run)),
       ];
     }),
 };
@@ -108,7 +163,10 @@ export const noisyNeighbour: Scenario = {
     withCleanup(async (onExit) => {
       const baseline = ctx.state.deliveriesPerSecond;
       if (baseline === undefined) throw new Error('scenario 4 did not measure in this run');
-      const run = await deliverAll(ctx, '7', [WEBHOOKS - 1], onExit);
+      const receivers = await Receivers.start(WEBHOOKS, { hanging: [WEBHOOKS - 1] });
+      onExit(() => receivers.stop());
+      const outbox = await fillOutbox(ctx, receivers, onExit, '7');
+      const run = await deliverOutbox(ctx, outbox, receivers, 1, ctx.scale.events * (WEBHOOKS - 1), onExit, '7');
       const ratio = run.perSecond / baseline;
       return [
         {

@@ -9,11 +9,12 @@ import { startUp } from './startup.js';
 
 export const SCENARIOS: Scenario[] = [authenticatedRead, loginThroughput, refreshThroughput, deliveryThroughput, deliveryLatency, fanOut, noisyNeighbour, memory, startUp, tenantFairness];
 
-export const USAGE = `Usage: npm run bench -- [--smoke] [--db embedded|postgres] [scenario …]
+export const USAGE = `Usage: npm run bench -- [--smoke] [--db embedded|postgres] [--repeat n] [scenario …]
 
 Scenarios (number or name): ${SCENARIOS.map((s) => `${s.id} ${s.name}`).join(', ')}.
 Runs on the embedded database, and on PostgreSQL too when DATABASE_URL is set.
---smoke runs each scenario for a few seconds (CI); it fails only when a scenario cannot measure.`;
+--smoke runs each scenario for a few seconds (CI); it fails only when a scenario cannot measure.
+--repeat n runs the scenarios n times over, one after the other (rows of every round are printed).`;
 
 /** The scenarios named (by number or name), with the ones they need from the same run, in table order. */
 export function select(names: string[]): Scenario[] {
