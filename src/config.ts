@@ -57,6 +57,12 @@ export const ConfigSchema = Type.Object({
   METRICS_PORT: Integer(9464, 'TCP port of the operations listener, in every role (a worker has no other HTTP port). 0 picks a free port (logged at start).', 0, 65535),
   METRICS_QUEUE_INTERVAL_SECONDS: Integer(15, 'How often the delivery queue gauges are measured (a scrape never queries the database).', 1, 3600),
   SHUTDOWN_TIMEOUT_MS: Milliseconds(10_000, 'On SIGTERM/SIGINT, how long in-flight requests and sends may take before the process exits.', 0),
+  MAINTENANCE_INTERVAL_SECONDS: Integer(
+    900,
+    'How often each maintenance job runs (pruning past the retentions, disabling webhooks failing too long), over all the processes of an installation together: every process, whatever its role, takes part, and one runs each job per interval. 0: this process takes no part (another must, or nothing is pruned). One value for every job; give every process the same.',
+    0,
+    86_400,
+  ),
 
   // Storage
   DATABASE_URL: OptionalText('PostgreSQL connection string (postgres://…). Unset: Plaza runs its own PostgreSQL server in DATA_DIR/postgres.'),
@@ -266,6 +272,15 @@ const FORMAT_CHECKS: [keyof Config, (config: Config) => void][] = [
   ['WEBHOOK_ALLOWED_NETWORKS', (config) => parseNetworks(config.WEBHOOK_ALLOWED_NETWORKS)],
   ['TRUST_PROXY', (config) => parseTrustProxy(config.TRUST_PROXY)],
   ['CORS_ORIGINS', (config) => parseCorsOrigins(config.CORS_ORIGINS)],
+  [
+    'MAINTENANCE_INTERVAL_SECONDS',
+    (config) => {
+      // A job holds its lock on one connection while its statements run on others (src/maintenance/job-runs.ts).
+      if (config.MAINTENANCE_INTERVAL_SECONDS > 0 && config.DATABASE_POOL_SIZE < 2) {
+        throw new Error('needs DATABASE_POOL_SIZE of at least 2 (a maintenance job holds its lock on one connection and works on another): raise the pool, or set 0 in this process');
+      }
+    },
+  ],
   [
     'DELIVERY_RETRY_SCHEDULE',
     (config) => {
