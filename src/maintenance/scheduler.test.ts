@@ -48,7 +48,7 @@ async function until(done: () => boolean): Promise<void> {
   assert.ok(done(), 'waited 5 s');
 }
 
-describe('maintenance scheduler', () => {
+describe('maintenance scheduler', { timeout: 30_000 }, () => {
   let db: TestDatabase;
   let clock: ManualClock;
   // Each scheduler has a pool of its own, as each process of an installation has.
