@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { projectRoot } from '../paths.js';
-import { exited } from '../testing/child-process.js';
+import { exited, untilOutput } from '../testing/child-process.js';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';
 
 /** The jobs src/maintenance-jobs.ts registers. */
@@ -38,11 +38,13 @@ describe('maintenance in every role', { timeout: 120_000 }, () => {
   };
   const serve = (db: TestDatabase, role: string, env: Record<string, string> = {}) => {
     const child = spawn(process.execPath, [join(projectRoot, 'dist/src/main.js'), 'serve', '--role', role], {
-      env: { ...process.env, DATABASE_URL: db.url, DATA_DIR: dataDir, SECRETS_KEY: secretsKey, PORT: '0', METRICS_PORT: '0', LOG_LEVEL: 'silent', ...env },
-      stdio: 'ignore',
+      env: { ...process.env, DATABASE_URL: db.url, DATA_DIR: dataDir, SECRETS_KEY: secretsKey, PORT: '0', METRICS_PORT: '0', LOG_LEVEL: 'info', LOG_FORMAT: 'json', ...env },
+      stdio: ['ignore', 'pipe', 'ignore'],
     });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk));
     children.push(child);
-    return child;
+    return Object.assign(child, { started: () => untilOutput(child, child.stdout, () => out.includes('"plaza started"')) });
   };
   const stop = async (child: ChildProcess) => {
     child.kill('SIGTERM');
@@ -84,7 +86,9 @@ describe('maintenance in every role', { timeout: 120_000 }, () => {
     const processes = [serve(db, 'api', env)];
     await until(async () => (await runs()).size === JOBS.length);
     const first = await runs();
-    processes.push(serve(db, 'worker', env), serve(db, 'all', env));
+    const later = [serve(db, 'worker', env), serve(db, 'all', env)];
+    processes.push(...later);
+    for (const child of later) assert.ok(await child.started(), 'started');
     await until(async () => [...(await runs()).values()].every((row) => row.runs >= first.get(row.job)!.runs + 4));
     await Promise.all(processes.map(stop));
 
