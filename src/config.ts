@@ -273,11 +273,11 @@ const FORMAT_CHECKS: [keyof Config, (config: Config) => void][] = [
   ['TRUST_PROXY', (config) => parseTrustProxy(config.TRUST_PROXY)],
   ['CORS_ORIGINS', (config) => parseCorsOrigins(config.CORS_ORIGINS)],
   [
-    'MAINTENANCE_INTERVAL_SECONDS',
+    'DATABASE_POOL_SIZE',
     (config) => {
       // A job holds its lock on one connection while its statements run on others (src/maintenance/job-runs.ts).
       if (config.MAINTENANCE_INTERVAL_SECONDS > 0 && config.DATABASE_POOL_SIZE < 2) {
-        throw new Error('needs DATABASE_POOL_SIZE of at least 2 (a maintenance job holds its lock on one connection and works on another): raise the pool, or set 0 in this process');
+        throw new Error('must be at least 2 while MAINTENANCE_INTERVAL_SECONDS is not 0 (a maintenance job holds its lock on one connection and works on another)');
       }
     },
   ],
