@@ -67,7 +67,7 @@ export const ConfigSchema = Type.Object({
   // Storage
   DATABASE_URL: OptionalText('PostgreSQL connection string (postgres://…). Unset: Plaza runs its own PostgreSQL server in DATA_DIR/postgres.'),
   DATA_DIR: Text('./data', 'Directory (mode 0700) of the embedded PostgreSQL server and of generated keys (when not configured below).'),
-  DATABASE_POOL_SIZE: Integer(10, 'Connections in the PostgreSQL pool.', 1, 1000),
+  DATABASE_POOL_SIZE: Integer(10, 'Connections in the PostgreSQL pool; at least 2 unless MAINTENANCE_INTERVAL_SECONDS is 0 (a maintenance job holds one for its lock).', 1, 1000),
   DATABASE_CONNECT_TIMEOUT_MS: Milliseconds(3000, 'How long a request waits for a PostgreSQL connection before answering 503.', 100),
   DATABASE_STATEMENT_TIMEOUT_MS: Milliseconds(10_000, 'PostgreSQL statement_timeout for the pool.', 100),
   DATABASE_RETRY_AFTER_SECONDS: Seconds(5, 'Retry-After sent with 503 while the database is unreachable.', 1),
