@@ -93,7 +93,7 @@ class Scheduler implements MaintenanceScheduler {
   private async runJob(job: MaintenanceJob): Promise<number> {
     const { db, clock, logger } = this.deps;
     try {
-      const turn = await runIfDue(db, job.name, job.intervalSeconds, clockOffsetMs(clock), async () => {
+      return await runIfDue(db, job.name, job.intervalSeconds, clockOffsetMs(clock), async () => {
         const started = performance.now();
         try {
           const result = await job.run(db, clock.now());
@@ -104,7 +104,6 @@ class Scheduler implements MaintenanceScheduler {
           return error instanceof Error ? error.message : String(error);
         }
       });
-      return turn.waitMs;
     } catch (error) {
       // The lock or the record could not be had (the database is unreachable, say): the next pass tries again.
       logger.warn({ err: error, job: job.name }, 'maintenance: could not check or record the job');
