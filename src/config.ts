@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { Type, type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
-import { parseRetrySchedule } from './delivery/retry-schedule.js';
+import { parseRetrySchedule } from './delivery/dispatch/retry-schedule.js';
 import { DEFAULT_JWT_ALGORITHM, JWT_ALGORITHMS } from './keys/jwt-algorithms.js';
 import { parseCorsOrigins } from './http/cors.js';
 import { parseNetworks } from './net/address-policy.js';

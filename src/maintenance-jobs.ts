@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { pruneAuthRecords } from './auth/auth-maintenance.js';
 import type { Config } from './config.js';
 import { pruneExpired } from './delivery/maintenance.js';
-import { disableFailingWebhooks } from './delivery/webhook-health.js';
+import { disableFailingWebhooks } from './delivery/queue/webhook-health.js';
 import type { MaintenanceJob } from './maintenance/scheduler.js';
 import { pruneExpiredPortalRecords } from './portal/portal-links.repository.js';
 import { pruneWebhookHistory } from './webhooks/webhook-history.repository.js';

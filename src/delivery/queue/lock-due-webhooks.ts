@@ -1,5 +1,5 @@
 import type { Queryable } from '../../db/database.js';
-import { dbNow } from '../database-clock.js';
+import { dbNow } from '../../db/database-clock.js';
 
 /**
  * The lanes: every webhook belongs to one, `webhook_id % LANES`, and a claim holds the lanes of the

@@ -1,5 +1,5 @@
 import type { Queryable } from '../../db/database.js';
-import { dbNow } from '../database-clock.js';
+import { dbNow } from '../../db/database-clock.js';
 
 /**
  * A delivery's stream inside its webhook: its seller, the middle part of its entity key

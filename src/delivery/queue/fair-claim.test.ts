@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import pino from 'pino';
-import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { claim, createDeliverer } from './deliver.js';
+import { createTestApp, type TestContext } from '../../testing/test-app.js';
+import { claim, createDeliverer } from '../dispatch/deliver.js';
 import { completeAttempts } from './complete.js';
-import { clockOffsetMs } from './database-clock.js';
-import { Receiver, seedDelivery, seedWebhook } from './delivery-test-kit.js';
-import { startDeliveryWorker } from './worker.js';
+import { clockOffsetMs } from '../../db/database-clock.js';
+import { Receiver, seedDelivery, seedWebhook } from '../delivery-test-kit.js';
+import { startDeliveryWorker } from '../worker.js';
 
 const logger = pino({ level: 'silent' });
 
