@@ -34,6 +34,15 @@ export function readMigrations(dir = migrationsDir): Migration[] {
 export class MigrationMismatchError extends Error {}
 
 /**
+ * The first migration, the baseline that folded the migrations before the first release into one
+ * file (issue 35). A database that applied those files has rows but none of this name.
+ */
+export const BASELINE = '001_baseline';
+
+/** The one-off step that marks the baseline as applied on such a database (docs/operations.md, Upgrades). */
+export const ADOPT_BASELINE_FILE = 'migrations/adopt-baseline.sql';
+
+/**
  * Applies the forward-only migrations not yet recorded, each in its own transaction, after checking
  * that every applied one is still its file (same name, same checksum).
  * An advisory lock lets several processes start against one PostgreSQL at once.
@@ -88,6 +97,7 @@ async function checkApplied(tx: Queryable, migrations: Migration[]): Promise<voi
   const { rows } = await tx.query<{ version: number; name: string; checksum: string | null }>(
     `SELECT version, name, checksum FROM schema_migrations ORDER BY version`,
   );
+  refusePreBaseline(rows, migrations);
   const byVersion = new Map(migrations.map((migration) => [migration.version, migration]));
   for (const row of rows) {
     const file = byVersion.get(row.version);
@@ -107,6 +117,19 @@ async function checkApplied(tx: Queryable, migrations: Migration[]): Promise<voi
       );
     }
   }
+}
+
+/**
+ * A database migrated with the files the baseline replaced: its schema is the baseline's only if it
+ * applied all of them, which the one-off step checks. Refused before the name check, which would
+ * only say that number 001 has another name now.
+ */
+function refusePreBaseline(rows: { name: string }[], migrations: Migration[]): void {
+  if (rows.length === 0 || migrations[0]?.name !== BASELINE || rows.some((row) => row.name === BASELINE)) return;
+  throw new MigrationMismatchError(
+    `this database was migrated with the migrations from before migrations/${BASELINE}.sql (the last it applied: ${rows[rows.length - 1]!.name}.sql), which the baseline replaced: ` +
+      `recreate a development database, or run ${ADOPT_BASELINE_FILE} once with psql; see docs/operations.md (Upgrades)`,
+  );
 }
 
 /** Runs one migration and records it, inside the caller's transaction (restore runs several in one). */

@@ -80,7 +80,7 @@ export async function createDeliveries(db: Queryable, fanOut: FanOut): Promise<n
         WHERE w.marketplace_code = $2
           -- 'disabled_by_user' is DISABLED_BY_USER (webhooks.repository.ts) and 'tenant_deactivated'
           -- TENANT_DEACTIVATED (accounts/tenant-activation.ts), written out so that the planner can
-          -- match the partial index webhooks_matching_or_held (migration 010).
+          -- match the partial index webhooks_matching_or_held (migrations/001_baseline.sql).
           AND (w.active OR w.disabled_reason IN ('disabled_by_user', 'tenant_deactivated'))
           AND w.topic = ANY($5::text[])
           AND (w.seller_id = '*' OR w.seller_id = $3::text)

@@ -7,7 +7,7 @@ import { clockOffsetMs } from '../db/database-clock.js';
 import type { WebhookRow } from './webhook-access.js';
 
 /**
- * The webhook history (migrations/014_webhook_history.sql): one row per change to a webhook, in
+ * The webhook history (migrations/001_baseline.sql): one row per change to a webhook, in
  * the transaction of the change. Every channel reaches the same service functions, which take an
  * actor (who, and through what) and write the row themselves: no route can change a webhook
  * without it.

@@ -4,7 +4,7 @@ import { dbNow } from '../../db/database-clock.js';
 /**
  * A delivery's stream inside its webhook: its seller, the middle part of its entity key
  * (marketplace:seller:entity). Written exactly as in the index deliveries_pending_stream_due
- * (migration 025), which every query over streams relies on.
+ * (migrations/001_baseline.sql), which every query over streams relies on.
  */
 export const STREAM = `split_part(d.entity_key, ':', 2)`;
 

@@ -3,7 +3,7 @@ import type { Database } from '../../db/database.js';
 
 /**
  * Every claim and every completion leaves dead entries in the queue partition's indexes
- * (migration 011), and the claim walks over them until a VACUUM removes them: left to autovacuum
+ * (migrations/001_baseline.sql), and the claim walks over them until a VACUUM removes them: left to autovacuum
  * (a minute apart at best) a claim went from 3 to 10 ms within a 45 s run. So the worker vacuums the
  * queue itself once it has finished `everyDeliveries` deliveries since the last time, at most once
  * per `minIntervalMs`. The queue holds only what waits or is being sent, so this costs what the
