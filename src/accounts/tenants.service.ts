@@ -1,5 +1,5 @@
 import { recordAdminAction, type Actor } from '../admin/admin-audit.repository.js';
-import { withConstraints } from '../admin/db-conflicts.js';
+import { withConstraints } from '../http/db-conflicts.js';
 import { AppError } from '../http/errors.js';
 import type { Database, Queryable } from '../db/database.js';
 import {

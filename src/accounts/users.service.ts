@@ -4,7 +4,7 @@ import { hashPassword } from '../auth/passwords.js';
 import { revokeAllOfUser } from '../auth/sessions.repository.js';
 import type { Database, Queryable } from '../db/database.js';
 import { AppError, invalidField } from '../http/errors.js';
-import { withConstraints } from '../admin/db-conflicts.js';
+import { withConstraints } from '../http/db-conflicts.js';
 import { findUserById, findUserSummary, insertUser, type Role, type UserSummary } from './accounts.repository.js';
 import { checkNewUserName } from './user-name.js';
 

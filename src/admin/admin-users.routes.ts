@@ -13,7 +13,7 @@ import { Id, IdParams, RoleSchema, Timestamp } from './admin-schemas.js';
 import { actorOf } from './admin-audit.repository.js';
 import { ADMIN_SECURITY, requireRole } from './admin-guard.js';
 import { ADMIN_PAGE_SIZE, decodeKey, LINK_HEADER, pageOf, PageQuery } from './admin-pages.js';
-import { withConstraints } from './db-conflicts.js';
+import { withConstraints } from '../http/db-conflicts.js';
 
 const Role = RoleSchema;
 const Password = Type.String({ minLength: PASSWORD_MIN_LENGTH, maxLength: PASSWORD_MAX_LENGTH });

@@ -4,7 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { Type, type Static } from 'typebox';
 import type { Agent, Dispatcher } from 'undici';
 import type { WebhookRow } from '../webhooks/webhook-access.js';
-import { openHeaders } from '../webhooks/header-box.js';
+import { openHeaders } from '../keys/header-box.js';
 import type { Config } from '../config.js';
 import type { FeatureDeps } from '../deps.js';
 import { authenticate, principalOf } from '../auth/authenticate.js';

@@ -8,7 +8,7 @@ import { MarketplaceParams, WebhookParams } from '../http/path-params.js';
 import { addressableByAdmin, assertMarketplaceAccess, tenantOf, type WebhookRow } from '../webhooks/webhook-access.js';
 import { STATUS_TOPIC_PREFIX } from '../webhooks/webhook-validators.js';
 import { listWebhooks } from '../webhooks/webhooks.repository.js';
-import { withOpenHeaders } from '../webhooks/header-box.js';
+import { withOpenHeaders } from '../keys/header-box.js';
 import { changeWebhook, createWebhook, rotateSecret, webhookSettings } from '../webhooks/webhooks.service.js';
 import { inLinkScope, readOnlySellerOf, sellerEditable, sellerIdForForm } from './portal-access.js';
 import { portalActor } from '../webhooks/webhook-history.js';

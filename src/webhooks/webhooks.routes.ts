@@ -6,7 +6,7 @@ import { AppError } from '../http/errors.js';
 import { problemResponses, responseHeaders } from '../http/openapi.js';
 import { decodeCursor, encodeCursor, toWebhookListItem, toWebhookResponse } from './webhook-presenter.js';
 import { assertMarketplaceAccess, loadWebhookForPrincipal, tenantOf } from './webhook-access.js';
-import { withOpenHeaders } from './header-box.js';
+import { withOpenHeaders } from '../keys/header-box.js';
 import {
   CreatedWebhook, CreateWebhookBody, DEFAULT_PAGE_SIZE, ListQuery, MarketplaceParams, RotatedSecret, UpdateWebhookBody, Webhook, WebhookList, WebhookParams,
 } from './webhook-schemas.js';
