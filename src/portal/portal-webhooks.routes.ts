@@ -14,8 +14,7 @@ import { inLinkScope, readOnlySellerOf, sellerEditable, sellerIdForForm } from '
 import { portalActor } from '../webhooks/webhook-history.js';
 import { detailHistory } from './portal-history.routes.js';
 import type { PortalSession } from './portal-sessions.js';
-import { assertInScope, loadScopedWebhook, refusedByTenantLimit, sendPage, sendRefusal, sessionOf, type PortalDeps } from './portal.routes.js';
-import type { PageContext } from './views/layout.js';
+import { assertInScope, loadScopedWebhook, refusedByTenantLimit, sendPage, sendRefusal, sessionOf, type PortalDeps, pageContext } from './portal-pages.js';
 import { secretPage, testNotice, webhookDetailPage, webhookFormPage, type WebhookFormValues } from './views/webhook-pages.js';
 import { webhookListPage } from './views/webhook-pages.js';
 
@@ -38,10 +37,6 @@ const DONE_NOTICES = {
 } as const;
 const DetailQuery = Type.Object({ done: Type.Optional(Type.Enum(Object.keys(DONE_NOTICES) as (keyof typeof DONE_NOTICES)[])) });
 const hide = { hide: true };
-
-export function pageContext(session: PortalSession, marketplaceCode: string): PageContext {
-  return { signedInAs: session.displayName, csrfToken: session.csrfToken, marketplaceCode };
-}
 
 /** `Name: value` lines to a header map; a line without a colon is reported on the field. */
 export function parseHeaderLines(text: string): { headers: Record<string, string> } | { error: string } {
