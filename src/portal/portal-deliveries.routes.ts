@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { DELIVERY_STATUSES, type DeliveryStatus } from '../delivery/deliveries.repository.js';
+import { DELIVERY_STATUSES, type DeliveryStatus } from '../webhooks/deliveries.repository.js';
 import { deliveryHistory } from '../delivery/history/delivery-history.js';
 import { REPLAYABLE_STATUSES, type ReplayableStatus } from '../delivery/history/replay.js';
 import { EVENT_TOPICS } from '../events/event-schema.js';

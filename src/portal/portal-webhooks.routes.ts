@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
-import { countHeldByWebhook, countHeldDeliveries } from '../delivery/deliveries.repository.js';
+import { countHeldByWebhook, countHeldDeliveries } from '../webhooks/deliveries.repository.js';
 import { createTestAgent, sendTestNotification } from '../delivery/test-notification.routes.js';
 import { AppError } from '../http/errors.js';
 import { MarketplaceParams, WebhookParams } from '../http/path-params.js';
