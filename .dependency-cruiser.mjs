@@ -1,6 +1,6 @@
 // The layer map of src/ (docs/architecture.md), checked by `npm run lint`. A module may import its
-// own layer and the layers below it; an import upwards, or any cycle (between files, or between
-// folders), is an error. Type-only imports count like the others: a type sits in the layer that
+// own layer and the layers below it; an import upwards, or any import cycle between modules, is an
+// error. (Folders of one layer may import each other; the module cycle rule still holds there.) Type-only imports count like the others: a type sits in the layer that
 // owns it, so importing it is depending on that layer.
 
 /** Lowest first. A root file is in the layer its line names; a folder with all it holds. */
