@@ -32,7 +32,7 @@ import { webhookRoutes } from './webhooks/webhooks.routes.js';
 import { webhookHistoryRoutes } from './webhooks/webhook-history.routes.js';
 import { eventRoutes } from './events/events.routes.js';
 import { deliveryRoutes } from './delivery/deliveries.routes.js';
-import { createMetrics } from './delivery/metrics.js';
+import { createMetrics } from './metrics.js';
 import { requestMetrics } from './http/request-metrics.js';
 import { refuseTrailingSlash } from './http/trailing-slash.js';
 import { testNotificationRoutes } from './delivery/test-notification.routes.js';

@@ -1,12 +1,12 @@
 import { resolve } from 'node:path';
 import { Type, type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
-import { parseRetrySchedule } from './delivery/dispatch/retry-schedule.js';
-import { DEFAULT_JWT_ALGORITHM, JWT_ALGORITHMS } from './keys/jwt-algorithms.js';
-import { parseCorsOrigins } from './http/cors.js';
+import { parseRetrySchedule } from './settings/retry-schedule.js';
+import { DEFAULT_JWT_ALGORITHM, JWT_ALGORITHMS } from './settings/jwt-algorithms.js';
+import { parseCorsOrigins } from './settings/cors-origins.js';
 import { parseNetworks } from './net/address-policy.js';
 import { parseTrustProxy } from './net/trusted-proxies.js';
-import { parseRoleList } from './auth/mfa/mfa-policy.js';
+import { parseRoleList } from './settings/roles.js';
 
 /**
  * Every setting of Plaza, read from environment variables of the same name.

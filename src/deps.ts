@@ -3,7 +3,7 @@ import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Database } from './db/database.js';
 import type { Keys } from './keys.js';
-import type { Metrics } from './delivery/metrics.js';
+import type { Metrics } from './metrics.js';
 import type { TenantRateLimits } from './http/tenant-rate-limit.js';
 
 // The dependencies live in their own module so that features import them without importing the

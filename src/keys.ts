@@ -6,7 +6,7 @@ import type { Database } from './db/database.js';
 import { algorithmOfJwk, DEFAULT_JWT_ALGORITHM, newPrivateKeyPem, publicMembersOf, SUPPORTED_KEYS, type JwtAlgorithm } from './keys/jwt-algorithms.js';
 import { ensureSigningKey, keySetOf as keySetOfView, publicJwkOf, type JwtKeySet, type VerificationKey } from './keys/jwt-key-ring.js';
 import { LiveKeyRing } from './keys/live-key-ring.js';
-import { sealPlainHeaders } from './webhooks/header-box.js';
+import { sealPlainHeaders } from './keys/header-box.js';
 import { deriveKey, readKeyFile, resolveSecretsKey, verifySecretsKey, type SecretsKey } from './keys/secrets-key.js';
 
 /**

@@ -9,7 +9,7 @@ import { DatabaseUnavailableError, isUnavailable } from './db/database.js';
 import { migrate } from './db/migrate.js';
 import { openDatabase } from './db/open.js';
 import { startDeliveryWorker, type DeliveryWorker } from './delivery/worker.js';
-import { createMetrics } from './delivery/metrics.js';
+import { createMetrics } from './metrics.js';
 import { maintenanceJobs } from './maintenance-jobs.js';
 import { startMaintenance } from './maintenance/scheduler.js';
 import { startOperationsListener } from './operations/operations-listener.js';

@@ -6,7 +6,7 @@ import type { Database } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
 import { openDatabase } from '../../src/db/open.js';
 import { loadKeys } from '../../src/keys.js';
-import { encryptSecret, newWebhookSecret } from '../../src/webhooks/secret-box.js';
+import { encryptSecret, newWebhookSecret } from '../../src/keys/secret-box.js';
 import { serveRequests } from '../lib/ipc.js';
 import { median } from '../lib/stats.js';
 

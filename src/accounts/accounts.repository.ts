@@ -1,7 +1,9 @@
 import type { Queryable } from '../db/database.js';
 import { canonicalUserName } from './user-name.js';
 
-export type Role = 'seller' | 'marketplace' | 'admin';
+import type { Role } from '../settings/roles.js';
+
+export type { Role };
 
 export interface User {
   id: number;

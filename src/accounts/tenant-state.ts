@@ -1,4 +1,4 @@
-import type { Principal } from '../auth/access-tokens.js';
+import type { Principal } from './principal.js';
 import type { Queryable } from '../db/database.js';
 
 /**

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { CONTROL_CHARACTERS } from '../webhooks/webhook-validators.js';
+import { CONTROL_CHARACTERS } from '../control-characters.js';
 
 const MAX_LENGTH = 200;
 const PATTERN = `^[^${CONTROL_CHARACTERS}]+$`;

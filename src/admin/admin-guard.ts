@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
-import type { Principal } from '../auth/access-tokens.js';
-import { authenticate, principalOf, unauthorized, USER_GONE } from '../auth/authenticate.js';
+import type { Principal } from '../accounts/principal.js';
+import { authenticate, unauthorized, USER_GONE } from '../auth/authenticate.js';
+import { principalOf } from '../http/principal.js';
 import type { Queryable } from '../db/database.js';
 import type { FeatureDeps } from '../deps.js';
 import { AppError } from '../http/errors.js';

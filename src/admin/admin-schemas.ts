@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { MAX_INT32 } from '../http/path-params.js';
-import { CONTROL_CHARACTERS, NAME_MAX_LENGTH, VISIBLE_CHARACTER } from '../webhooks/webhook-validators.js';
+import { CONTROL_CHARACTERS } from '../control-characters.js';
+import { NAME_MAX_LENGTH, VISIBLE_CHARACTER } from '../webhooks/webhook-validators.js';
 
 /** Schemas shared by the admin routes. */
 export const Id = Type.Integer({ minimum: 1, maximum: MAX_INT32 });

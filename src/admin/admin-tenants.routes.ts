@@ -1,14 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { findConnection, findMarketplace, findSeller, listConnections, listMarketplaces, listSellers } from '../accounts/accounts.repository.js';
-import { createConnection, createMarketplace, createSeller, deleteTenant, updateMarketplace, updateSeller } from '../accounts/tenants.service.js';
-import { principalOf } from '../auth/authenticate.js';
+import { createConnection, createMarketplace, createSeller, deleteTenant, updateMarketplace, updateSeller } from './tenants.service.js';
+import { principalOf } from '../http/principal.js';
 import type { FeatureDeps } from '../deps.js';
 import { notFound } from '../http/errors.js';
 import { problemResponses } from '../http/openapi.js';
 import { MarketplaceCode } from '../http/path-params.js';
 import { Id, IdParams, Name, Timestamp } from './admin-schemas.js';
-import { actorOf } from './admin-audit.repository.js';
+import { actorOf } from '../accounts/admin-audit.repository.js';
 import { ADMIN_SECURITY, requireRole } from './admin-guard.js';
 import { ADMIN_PAGE_SIZE, decodeKey, LINK_HEADER, pageOf, PageQuery } from './admin-pages.js';
 

@@ -1,15 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { Principal } from '../auth/access-tokens.js';
+import type { Principal } from '../accounts/principal.js';
 import { findApiKey, listApiKeys, type ApiKeyRow } from '../auth/api-keys.repository.js';
 import { createApiKey, renameApiKeyById, revokeApiKeyById } from '../auth/api-keys.service.js';
-import { principalOf } from '../auth/authenticate.js';
+import { principalOf } from '../http/principal.js';
 import type { FeatureDeps } from '../deps.js';
 import { AppError, notFound } from '../http/errors.js';
 import { problemResponses } from '../http/openapi.js';
 import { MarketplaceCode } from '../http/path-params.js';
 import { Id, IdParams, Name, RoleSchema } from './admin-schemas.js';
-import { actorOf } from './admin-audit.repository.js';
+import { actorOf } from '../accounts/admin-audit.repository.js';
 import { ADMIN_SECURITY, requireRole } from './admin-guard.js';
 import { ADMIN_PAGE_SIZE, decodeKey, LINK_HEADER, pageOf, PageQuery } from './admin-pages.js';
 

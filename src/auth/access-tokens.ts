@@ -1,40 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { errors, jwtVerify, SignJWT, type JWTHeaderParameters, type JWTPayload } from 'jose';
 import type { Role } from '../accounts/accounts.repository.js';
+import type { UserPrincipal } from '../accounts/principal.js';
 import type { Config } from '../config.js';
 import { MAX_INT32 } from '../http/path-params.js';
 import { signingKeyOf, type Keys } from '../keys.js';
 import { JWT_ALGORITHMS } from '../keys/jwt-algorithms.js';
-
-/** The user and session an access token speaks for. The seller in context comes only from here. */
-export interface UserPrincipal {
-  userId: number;
-  sessionId: string;
-  sellerId: number;
-  role: Role;
-  marketplaceCode: string | null;
-  tokenId: string;
-  apiKeyId?: undefined;
-  /** The thumbprint of the DPoP key the token is bound to (`cnf.jkt`), absent for a Bearer token. */
-  dpopJkt?: string;
-}
-
-/**
- * An API key (src/auth/api-keys.ts): scoped like the user role of the same name, without a user
- * or a session. sellerId is 0 for admin and marketplace keys, which no seller has (ids are > 0).
- */
-export interface ApiKeyPrincipal {
-  apiKeyId: number;
-  userId: null;
-  sessionId: null;
-  sellerId: number;
-  role: Role;
-  marketplaceCode: string | null;
-  tokenId: string;
-}
-
-/** Who a request speaks for: a user through an access token, or an API key. */
-export type Principal = UserPrincipal | ApiKeyPrincipal;
 
 export const ACCESS_TOKEN_TYPE = 'at+jwt';
 

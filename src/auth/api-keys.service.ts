@@ -1,9 +1,9 @@
 import type { Role } from '../accounts/accounts.repository.js';
 import { inactiveTenantOf } from '../accounts/tenant-state.js';
-import { recordAdminAction, type Actor } from '../admin/admin-audit.repository.js';
+import { recordAdminAction, type Actor } from '../accounts/admin-audit.repository.js';
 import type { Database, Queryable } from '../db/database.js';
 import { AppError, invalidField, notFound } from '../http/errors.js';
-import type { ApiKeyPrincipal } from './access-tokens.js';
+import type { ApiKeyPrincipal } from '../accounts/principal.js';
 import { hashApiKey, newApiKey, shownPrefixOf } from './api-keys.js';
 import { NO_SELLER } from './token-pair.js';
 import { findActiveApiKeyByHash, findApiKey, findMakerKey, insertApiKey, lockApiKeyTree, renameApiKey, revokeApiKeyTree, touchApiKey, type ApiKeyRow } from './api-keys.repository.js';

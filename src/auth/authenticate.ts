@@ -4,18 +4,14 @@ import { isForeignKeyViolation } from '../db/database.js';
 import type { FeatureDeps } from '../deps.js';
 import { AppError } from '../http/errors.js';
 import type { Keys } from '../keys.js';
-import { AccessTokenVerifier, InvalidAccessTokenError, type Principal, type UserPrincipal } from './access-tokens.js';
+import { AccessTokenVerifier, InvalidAccessTokenError } from './access-tokens.js';
+import type { UserPrincipal } from '../accounts/principal.js';
+import { principalOf } from '../http/principal.js';
 import { isWellFormedApiKey } from './api-keys.js';
 import { authenticateApiKey } from './api-keys.service.js';
 import { SessionLiveness } from './session-liveness.js';
 import { DPOP_CHALLENGE, invalidDpopProof, requestUrl, verifyDpopProof } from './dpop-proof.js';
 import { recordProof, replayedProof } from './dpop-replay.js';
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    principal?: Principal;
-  }
-}
 
 const API_KEY_BEARER = /^Bearer (plz_.*)$/i;
 const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*)$/i;
@@ -117,11 +113,6 @@ export function authenticate({ keys, config, clock, db }: FeatureDeps) {
   };
 }
 
-/** The principal of a route behind `authenticate`. */
-export function principalOf(request: FastifyRequest): Principal {
-  if (!request.principal) throw new AppError('unauthorized');
-  return request.principal;
-}
 
 /** The principal of a route that acts on the user's own account or sessions: API keys have neither (403). */
 export function userPrincipalOf(request: FastifyRequest): UserPrincipal {

@@ -1,7 +1,7 @@
 import { findUserById } from '../accounts/accounts.repository.js';
 import type { FeatureDeps } from '../deps.js';
 import { AppError } from '../http/errors.js';
-import type { UserPrincipal } from './access-tokens.js';
+import type { UserPrincipal } from '../accounts/principal.js';
 import { proveCurrentPassword } from './current-password.js';
 import { unauthorized, USER_GONE } from './authenticate.js';
 import { recordAuthEvent, type RequestOrigin } from './auth-events.repository.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createUser } from '../accounts/users.service.js';
-import { CLI_ACTOR } from '../admin/admin-audit.repository.js';
+import { createUser } from '../admin/users.service.js';
+import { CLI_ACTOR } from '../accounts/admin-audit.repository.js';
 import { AppError } from '../http/errors.js';
 import { OTHER_STRONG_PASSWORD, seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';

@@ -1,6 +1,6 @@
 import type { Database, Queryable } from '../db/database.js';
 import { recordAuthEvent, type AuthEvent, type RequestOrigin } from './auth-events.repository.js';
-import type { UserPrincipal as Principal } from './access-tokens.js';
+import type { UserPrincipal as Principal } from '../accounts/principal.js';
 import { refuseIfUserGone } from './authenticate.js';
 import { lockSessionsOf, revokeAllOfUser, revokeSession } from './sessions.repository.js';
 

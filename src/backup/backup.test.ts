@@ -13,7 +13,7 @@ import { seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { withAdminClient, withDatabase } from '../testing/test-database.js';
 import { runCli } from '../../test/support/plaza-process.js';
-import { decryptSecret } from '../webhooks/secret-box.js';
+import { decryptSecret } from '../keys/secret-box.js';
 import { writeBackup } from './backup.js';
 import { listTables } from './catalog.js';
 import { BackupFileError } from './format.js';

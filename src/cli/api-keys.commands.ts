@@ -1,4 +1,4 @@
-import { CLI_ACTOR } from '../admin/admin-audit.repository.js';
+import { CLI_ACTOR } from '../accounts/admin-audit.repository.js';
 import { listApiKeys } from '../auth/api-keys.repository.js';
 import { createApiKey, revokeApiKeyById } from '../auth/api-keys.service.js';
 import type { ApiKeyRow } from '../auth/api-keys.repository.js';

@@ -7,7 +7,7 @@ import { ManualClock } from '../clock.js';
 import { notificationHeaders } from '../delivery/dispatch/sender.js';
 import { projectRoot } from '../paths.js';
 import { exited, untilOutput } from '../testing/child-process.js';
-import { newWebhookSecret, secretKeyBytes } from '../webhooks/secret-box.js';
+import { newWebhookSecret, secretKeyBytes } from '../keys/secret-box.js';
 import { parseListenOptions, startListener, type Listener } from './listen.js';
 import { UsageError } from './usage-error.js';
 

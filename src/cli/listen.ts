@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import { systemClock, type Clock } from '../clock.js';
 import { signatureMatches } from '../delivery/dispatch/signature.js';
-import { secretKeyBytes } from '../webhooks/secret-box.js';
+import { secretKeyBytes } from '../keys/secret-box.js';
 import { UsageError } from './usage-error.js';
 import { listenNamed } from '../startup-errors.js';
 

@@ -1,6 +1,6 @@
 import { listConnections, listMarketplaces, listSellers } from '../accounts/accounts.repository.js';
-import { createConnection, createMarketplace, createSeller, deleteTenant, updateMarketplace, updateSeller } from '../accounts/tenants.service.js';
-import { CLI_ACTOR } from '../admin/admin-audit.repository.js';
+import { createConnection, createMarketplace, createSeller, deleteTenant, updateMarketplace, updateSeller } from '../admin/tenants.service.js';
+import { CLI_ACTOR } from '../accounts/admin-audit.repository.js';
 import { CLI_PAGE, optional, readAll, requireCode, requireId, requireName, table, type CliContext, type Command } from './command.js';
 import { UsageError } from './usage-error.js';
 

@@ -1,6 +1,6 @@
 import { findUserByUsername, listUsers, type Role } from '../accounts/accounts.repository.js';
-import { createUser, deleteUser, resetPassword, setUserActiveById, type PasswordPolicy } from '../accounts/users.service.js';
-import { CLI_ACTOR } from '../admin/admin-audit.repository.js';
+import { createUser, deleteUser, resetPassword, setUserActiveById, type PasswordPolicy } from '../admin/users.service.js';
+import { CLI_ACTOR } from '../accounts/admin-audit.repository.js';
 import type { Database } from '../db/database.js';
 import { CLI_PAGE, optional, readAll, readPassword, requireCode, requireId, requireText, requireUserName, table, type CliContext, type Command } from './command.js';
 import { UsageError } from './usage-error.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { deliveriesOf, insertWebhook, order, postEvent, sampleEvent, seedWorld, type World } from '../events/test-support.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { DELIVERY_CHANNEL } from './deliveries.repository.js';
+import { DELIVERY_CHANNEL } from '../webhooks/deliveries.repository.js';
 import { databaseNow } from './delivery-test-kit.js';
 
 const MINUTE = 60_000;

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type { FeatureDeps } from '../deps.js';
-import { authenticate, principalOf } from '../auth/authenticate.js';
+import { authenticate } from '../auth/authenticate.js';
+import { principalOf } from '../http/principal.js';
 import { AppError, notFound } from '../http/errors.js';
 import { problemResponses, responseHeaders } from '../http/openapi.js';
 import { takeTenantLimit } from '../http/tenant-rate-limit.js';

@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { MarketplaceCode, MAX_INT32, WebhookCode, WebhookParams } from '../http/path-params.js';
-import { DELIVERY_STATUSES } from './deliveries.repository.js';
+import { DELIVERY_STATUSES } from '../webhooks/deliveries.repository.js';
 import type { DeliveryAttempt, DeliverySummary } from './history/delivery-history.repository.js';
 import { EVENT_TOPICS, EventId, ORDER_REFERENCE_MAX_LENGTH } from '../events/event-schema.js';
 import { REPLAYABLE_STATUSES } from './history/replay.js';

@@ -5,7 +5,7 @@ import type { Clock } from '../clock.js';
 import type { Queryable } from '../db/database.js';
 import type { Keys } from '../keys.js';
 import { seedMarketplace } from '../testing/fixtures.js';
-import { encryptSecret, newWebhookSecret } from '../webhooks/secret-box.js';
+import { encryptSecret, newWebhookSecret } from '../keys/secret-box.js';
 import { clockOffsetMs, dbNow } from '../db/database-clock.js';
 
 /** Test helpers of the delivery tests: a real HTTP receiver and rows inserted with SQL. */

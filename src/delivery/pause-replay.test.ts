@@ -6,7 +6,7 @@ import { deliveriesOf, postEvent, sampleEvent, seedWorld, type World } from '../
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { createDeliverer, deliverDue, type Deliverer } from './dispatch/deliver.js';
 import { databaseNow, Receiver } from './delivery-test-kit.js';
-import { DELIVERY_CHANNEL } from './deliveries.repository.js';
+import { DELIVERY_CHANNEL } from '../webhooks/deliveries.repository.js';
 import { pruneExpired } from './maintenance.js';
 
 const MINUTE = 60_000;

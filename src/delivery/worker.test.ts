@@ -3,7 +3,7 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { systemClock } from '../clock.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { encryptSecret, newWebhookSecret } from '../webhooks/secret-box.js';
+import { encryptSecret, newWebhookSecret } from '../keys/secret-box.js';
 import { completeAttempts } from './queue/complete.js';
 import { clockOffsetMs } from '../db/database-clock.js';
 import { claim, createDeliverer, deliverDue, type Deliverer } from './dispatch/deliver.js';

@@ -7,9 +7,9 @@ import type { Keys } from '../keys.js';
 import { releaseClaims } from './queue/release-claims.js';
 import type { ClaimedDelivery } from './queue/take-rows.js';
 import { clockOffsetMs, dbNow } from '../db/database-clock.js';
-import { DELIVERY_CHANNEL } from './deliveries.repository.js';
+import { DELIVERY_CHANNEL } from '../webhooks/deliveries.repository.js';
 import { claim, createDeliverer, deliverClaimed, type Deliverer } from './dispatch/deliver.js';
-import type { Metrics } from './metrics.js';
+import type { Metrics } from '../metrics.js';
 import { QueueVacuum } from './queue/vacuum.js';
 
 export interface WorkerDeps {

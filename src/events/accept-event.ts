@@ -1,10 +1,10 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { Principal } from '../auth/access-tokens.js';
+import type { Principal } from '../accounts/principal.js';
 import { refuseIfUserGone } from '../auth/authenticate.js';
 import type { Clock } from '../clock.js';
 import type { Database } from '../db/database.js';
 import { clockOffsetMs } from '../db/database-clock.js';
-import { notifyDeliveryWorkers } from '../delivery/deliveries.repository.js';
+import { notifyDeliveryWorkers } from '../webhooks/deliveries.repository.js';
 import { AppError } from '../http/errors.js';
 import type { TenantRateLimits } from '../http/tenant-rate-limit.js';
 import { buildNotification, matchingTopics } from './envelope.js';

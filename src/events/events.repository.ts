@@ -79,7 +79,7 @@ export async function createDeliveries(db: Queryable, fanOut: FanOut): Promise<n
          FROM webhooks w
         WHERE w.marketplace_code = $2
           -- 'disabled_by_user' is DISABLED_BY_USER (webhooks.repository.ts) and 'tenant_deactivated'
-          -- TENANT_DEACTIVATED (accounts/tenant-activation.ts), written out so that the planner can
+          -- TENANT_DEACTIVATED (admin/tenant-activation.ts), written out so that the planner can
           -- match the partial index webhooks_matching_or_held (migrations/001_baseline.sql).
           AND (w.active OR w.disabled_reason IN ('disabled_by_user', 'tenant_deactivated'))
           AND w.topic = ANY($5::text[])

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FeatureDeps } from '../deps.js';
-import { authenticate, principalOf } from '../auth/authenticate.js';
+import { authenticate } from '../auth/authenticate.js';
+import { principalOf } from '../http/principal.js';
 import { eventBodyLimit } from '../http/body-limits.js';
 import { problemResponses } from '../http/openapi.js';
 import { takeTenantLimit } from '../http/tenant-rate-limit.js';

@@ -3,7 +3,7 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import { collectDefaultMetrics } from 'prom-client';
 import { loadConfig } from '../config.js';
-import { createMetrics } from '../delivery/metrics.js';
+import { createMetrics } from '../metrics.js';
 import { seedWebhook } from '../delivery/delivery-test-kit.js';
 import { buildOperationsApp } from '../operations/operations-listener.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { Metrics } from '../delivery/metrics.js';
+import type { Metrics } from '../metrics.js';
 
 /**
  * The HTTP request histogram: an onResponse hook on every route (hence skip-override: the hook must

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
-import type { Principal } from '../auth/access-tokens.js';
-import { principalOf } from '../auth/authenticate.js';
+import type { Principal } from '../accounts/principal.js';
+import { principalOf } from './principal.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { rateLimited } from './errors.js';

@@ -10,7 +10,7 @@ import { loadKeys, type Keys } from '../keys.js';
 import { seedUser, type SeededUser } from '../testing/fixtures.js';
 import type { TestContext } from '../testing/test-app.js';
 import { createTestDatabase } from '../testing/test-database.js';
-import { decryptSecret } from '../webhooks/secret-box.js';
+import { decryptSecret } from './secret-box.js';
 import { JWT_ALGORITHMS, type JwtAlgorithm } from './jwt-algorithms.js';
 import { jwtKeyEncryptionKey, rotateJwtKey } from './jwt-key-ring.js';
 

@@ -2,7 +2,7 @@ import { calculateJwkThumbprint, importJWK, importPKCS8, type CryptoKey, type JW
 import { ManualClock, type Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Database, Queryable } from '../db/database.js';
-import { decryptSecret, encryptSecret } from '../webhooks/secret-box.js';
+import { decryptSecret, encryptSecret } from './secret-box.js';
 import { algorithmOfJwk, describePrivateKey, newPrivateKeyPem, publicMembersOf, type JwtAlgorithm } from './jwt-algorithms.js';
 import { publishedAfterRetirementMs, signingKeyAt, signingLeadSeconds, type TimelineKey } from './jwt-key-timeline.js';
 import { deriveKey } from './secrets-key.js';

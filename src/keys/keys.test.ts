@@ -12,7 +12,7 @@ import { loadConfig, type Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import { loadKeys, reloadKeys, type Keys } from '../keys.js';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';
-import { decryptSecret, encryptSecret } from '../webhooks/secret-box.js';
+import { decryptSecret, encryptSecret } from './secret-box.js';
 import { seedMarketplace } from '../testing/fixtures.js';
 import { rotateJwtKey } from './jwt-key-ring.js';
 import { signingLeadSeconds } from './jwt-key-timeline.js';

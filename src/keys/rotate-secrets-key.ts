@@ -1,6 +1,6 @@
 import type { Database } from '../db/database.js';
-import { decryptSecret, encryptSecret } from '../webhooks/secret-box.js';
-import { sealPlainHeaders } from '../webhooks/header-box.js';
+import { decryptSecret, encryptSecret } from './secret-box.js';
+import { sealPlainHeaders } from './header-box.js';
 import { derivedKeys } from '../keys.js';
 import { jwtKeyEncryptionKey as jwtEncryptionKey } from './jwt-key-ring.js';
 import { fingerprintOf, sealCheck, verifySecretsKey, type SecretsKey } from './secrets-key.js';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { ConfigError, type Config } from '../config.js';
 import type { Queryable } from '../db/database.js';
 import { assertPrivate, ensurePrivateDirectory } from '../db/embedded/permissions.js';
-import { decryptSecret, encryptSecret } from '../webhooks/secret-box.js';
+import { decryptSecret, encryptSecret } from './secret-box.js';
 
 /**
  * SECRETS_KEY is the installation's one master key: webhook secrets and the JWT signing keys in

@@ -5,7 +5,7 @@ import pino from 'pino';
 import { buildApp, type App } from '../app.js';
 import { ManualClock } from '../clock.js';
 import { loadConfig } from '../config.js';
-import { createMetrics } from '../delivery/metrics.js';
+import { createMetrics } from '../metrics.js';
 import { generateKeys } from '../keys.js';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';
 import { OMITTED_DEFAULT_METRICS, startOperationsListener, type OperationsListener } from './operations-listener.js';

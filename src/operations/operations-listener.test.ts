@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../clock.js';
 import { loadConfig } from '../config.js';
 import type { Database } from '../db/database.js';
-import { createMetrics } from '../delivery/metrics.js';
+import { createMetrics } from '../metrics.js';
 import { seedDelivery, seedWebhook } from '../delivery/delivery-test-kit.js';
 import { generateKeys } from '../keys.js';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';

@@ -1,14 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { DELIVERY_STATUSES, type DeliveryStatus } from '../delivery/deliveries.repository.js';
+import { DELIVERY_STATUSES, type DeliveryStatus } from '../webhooks/deliveries.repository.js';
 import { deliveryHistory } from '../delivery/history/delivery-history.js';
 import { REPLAYABLE_STATUSES, type ReplayableStatus } from '../delivery/history/replay.js';
 import { EVENT_TOPICS } from '../events/event-schema.js';
 import { AppError } from '../http/errors.js';
 import { MarketplaceParams, WebhookParams } from '../http/path-params.js';
 import type { PortalSession } from './portal-sessions.js';
-import { assertInScope, loadScopedWebhook, refusedByTenantLimit, sendPage, sendRefusal, sessionOf, type PortalDeps } from './portal.routes.js';
-import { pageContext } from './portal-webhooks.routes.js';
+import { assertInScope, loadScopedWebhook, refusedByTenantLimit, sendPage, sendRefusal, sessionOf, type PortalDeps, pageContext } from './portal-pages.js';
 import { portalActor } from '../webhooks/webhook-history.js';
 import { cataloguePage } from './views/catalogue-page.js';
 import { deliveryDetailPage, deliveryLogPage, replayPage, type ReplayValues } from './views/delivery-pages.js';

@@ -4,8 +4,7 @@ import type { Queryable } from '../db/database.js';
 import { WebhookParams } from '../http/path-params.js';
 import type { WebhookRow } from '../webhooks/webhook-access.js';
 import { historyPage as pageOfHistory } from '../webhooks/webhook-history.routes.js';
-import { pageContext } from './portal-webhooks.routes.js';
-import { loadScopedWebhook, sendPage, sessionOf, type PortalDeps } from './portal.routes.js';
+import { loadScopedWebhook, sendPage, sessionOf, type PortalDeps, pageContext } from './portal-pages.js';
 import { historyPage, historySection } from './views/history-pages.js';
 
 const PAGE_SIZE = 25;

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { FeatureDeps } from '../deps.js';
-import { authenticate, principalOf, refuseIfUserGone } from '../auth/authenticate.js';
+import { authenticate, refuseIfUserGone } from '../auth/authenticate.js';
+import { principalOf } from '../http/principal.js';
 import { AppError } from '../http/errors.js';
 import { problemResponses } from '../http/openapi.js';
 import { MarketplaceParams, MAX_INT32 } from '../http/path-params.js';

@@ -14,7 +14,7 @@ import type { FeatureDeps } from '../deps.js';
 import { AppError } from '../http/errors.js';
 import type { Html } from './html.js';
 import { assertSameOrigin } from './portal-security.js';
-import { sendPage, sessionOf, type PortalDeps } from './portal.routes.js';
+import { sendPage, sessionOf, type PortalDeps } from './portal-pages.js';
 import { loginPage } from './views/auth-pages.js';
 import { mfaCodePage, recoveryCodesPage, requiredEnrolPage, securityPage, totpEnrolPage } from './views/mfa-pages.js';
 

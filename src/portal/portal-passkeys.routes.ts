@@ -15,7 +15,7 @@ import type { TokenPair } from '../auth/token-pair.js';
 import { AppError, rateLimited } from '../http/errors.js';
 import { TokenBuckets } from '../http/token-buckets.js';
 import { assertSameOrigin } from './portal-security.js';
-import { sessionOf, type PortalDeps } from './portal.routes.js';
+import { sessionOf, type PortalDeps } from './portal-pages.js';
 
 const hide = { hide: true };
 // The browser's WebAuthn answer as @simplewebauthn/browser gives it; the library checks its contents.

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import type { Principal } from '../auth/access-tokens.js';
+import type { Principal } from '../accounts/principal.js';
 import type { Queryable } from '../db/database.js';
 import { hashToken } from './portal-links.repository.js';
 import { marketplaceActiveSql, sellerActiveSql, tenantActiveSql } from '../accounts/tenant-state.js';

@@ -1,21 +1,20 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
-import { countHeldByWebhook, countHeldDeliveries } from '../delivery/deliveries.repository.js';
+import { countHeldByWebhook, countHeldDeliveries } from '../webhooks/deliveries.repository.js';
 import { createTestAgent, sendTestNotification } from '../delivery/test-notification.routes.js';
 import { AppError } from '../http/errors.js';
 import { MarketplaceParams, WebhookParams } from '../http/path-params.js';
 import { addressableByAdmin, assertMarketplaceAccess, tenantOf, type WebhookRow } from '../webhooks/webhook-access.js';
 import { STATUS_TOPIC_PREFIX } from '../webhooks/webhook-validators.js';
 import { listWebhooks } from '../webhooks/webhooks.repository.js';
-import { withOpenHeaders } from '../webhooks/header-box.js';
+import { withOpenHeaders } from '../keys/header-box.js';
 import { changeWebhook, createWebhook, rotateSecret, webhookSettings } from '../webhooks/webhooks.service.js';
 import { inLinkScope, readOnlySellerOf, sellerEditable, sellerIdForForm } from './portal-access.js';
 import { portalActor } from '../webhooks/webhook-history.js';
 import { detailHistory } from './portal-history.routes.js';
 import type { PortalSession } from './portal-sessions.js';
-import { assertInScope, loadScopedWebhook, refusedByTenantLimit, sendPage, sendRefusal, sessionOf, type PortalDeps } from './portal.routes.js';
-import type { PageContext } from './views/layout.js';
+import { assertInScope, loadScopedWebhook, refusedByTenantLimit, sendPage, sendRefusal, sessionOf, type PortalDeps, pageContext } from './portal-pages.js';
 import { secretPage, testNotice, webhookDetailPage, webhookFormPage, type WebhookFormValues } from './views/webhook-pages.js';
 import { webhookListPage } from './views/webhook-pages.js';
 
@@ -38,10 +37,6 @@ const DONE_NOTICES = {
 } as const;
 const DetailQuery = Type.Object({ done: Type.Optional(Type.Enum(Object.keys(DONE_NOTICES) as (keyof typeof DONE_NOTICES)[])) });
 const hide = { hide: true };
-
-export function pageContext(session: PortalSession, marketplaceCode: string): PageContext {
-  return { signedInAs: session.displayName, csrfToken: session.csrfToken, marketplaceCode };
-}
 
 /** `Name: value` lines to a header map; a line without a colon is reported on the field. */
 export function parseHeaderLines(text: string): { headers: Record<string, string> } | { error: string } {

@@ -10,15 +10,11 @@ import { PASSWORD_MAX_LENGTH } from '../auth/password-strength.js';
 import { originOf } from '../auth/request-origin.js';
 import { logout } from '../auth/sessions.service.js';
 import type { FeatureDeps } from '../deps.js';
-import type { Queryable } from '../db/database.js';
-import { AppError, notFound } from '../http/errors.js';
-import type { TenantAction } from '../http/tenant-rate-limit.js';
-import { loadWebhookForPrincipal } from '../webhooks/webhook-access.js';
-import type { Html } from './html.js';
-import { assertWebhookInScope } from './portal-access.js';
+import { AppError } from '../http/errors.js';
 import { consumePortalLink } from './portal-links.repository.js';
 import { assertCsrfToken, assertSameOrigin, setPageHeaders } from './portal-security.js';
 import { createPortalSession, deletePortalSession, findPortalSession, type PortalSession } from './portal-sessions.js';
+import { sendPage, sessionOf } from './portal-pages.js';
 import { registerPortalAssets } from './portal-assets.js';
 import { portalWebhookRoutes } from './portal-webhooks.routes.js';
 import { portalDeliveryRoutes } from './portal-deliveries.routes.js';
@@ -30,57 +26,6 @@ import { linkPage, loginPage, marketplacesPage } from './views/auth-pages.js';
 import { errorPage } from './views/error-page.js';
 
 export const SESSION_COOKIE = 'plaza_portal';
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    portalSession?: PortalSession;
-  }
-}
-
-export function sendPage(reply: FastifyReply, body: Html, status = 200) {
-  return reply.code(status).type('text/html; charset=utf-8').send(body.text);
-}
-
-/**
- * Takes one unit of the API's per-tenant limit on `action` for the session's tenant: the portal's
- * retry, replay and test share the API's budget (a portal session is no way around it). Answers the
- * refusal (429 rate_limited, with Retry-After) for the route to show on its page, or undefined.
- */
-export function refusedByTenantLimit(deps: Pick<FeatureDeps, 'tenantRateLimits'>, session: PortalSession, action: TenantAction): AppError | undefined {
-  try {
-    deps.tenantRateLimits.take(session.principal, action);
-    return undefined;
-  } catch (error) {
-    if (error instanceof AppError) return error;
-    throw error;
-  }
-}
-
-/** A page with a refusal's status and headers (Retry-After). */
-export function sendRefusal(reply: FastifyReply, refusal: AppError, body: Html) {
-  return sendPage(reply.headers(refusal.options.headers ?? {}), body, refusal.status);
-}
-
-/** The session of a portal route behind `requireSession`. */
-export function sessionOf(request: FastifyRequest): PortalSession {
-  if (!request.portalSession) throw new AppError('unauthorized');
-  return request.portalSession;
-}
-
-/** A portal-link session sees one marketplace; any other is "not found", like another tenant's. */
-export function assertInScope(session: PortalSession, marketplaceCode: string): void {
-  if (session.scopeMarketplace !== null && session.scopeMarketplace !== marketplaceCode) throw notFound('No such marketplace is available to you.');
-}
-
-/**
- * A webhook the session may manage: one the API lets its principal address (for a link, the
- * link's maker), inside the link's scope; 404 otherwise, as in the API. Every portal page and form
- * of one webhook goes through here (src/portal/portal-access.ts).
- */
-export async function loadScopedWebhook(db: Queryable, session: PortalSession, params: { marketplace_code: string; code: string }) {
-  assertInScope(session, params.marketplace_code);
-  return assertWebhookInScope(session, await loadWebhookForPrincipal(db, session.principal, params.marketplace_code, params.code));
-}
 
 const LoginForm = Type.Object({ username: Type.String({ maxLength: 200 }), password: Type.String({ maxLength: PASSWORD_MAX_LENGTH }) });
 const LinkForm = Type.Object({ token: Type.String({ maxLength: 100 }) });
@@ -232,8 +177,6 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
   await app.register(portalMfaRoutes, { ...deps, requireSession, guards, startPasswordSession });
   await app.register(portalPasskeyRoutes, { ...deps, requireSession, guards, startPasswordSession });
 };
-
-export type PortalDeps = FeatureDeps & { requireSession: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown> };
 
 /** The marketplaces a session may open, by code. */
 async function marketplacesOf({ db }: FeatureDeps, session: PortalSession): Promise<string[]> {

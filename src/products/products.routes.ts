@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { FeatureDeps } from '../deps.js';
-import { authenticate, principalOf } from '../auth/authenticate.js';
+import { authenticate } from '../auth/authenticate.js';
+import { principalOf } from '../http/principal.js';
 import { decodeCursor, encodeCursor, keysetPage } from '../http/cursor.js';
 import { problemResponses } from '../http/openapi.js';
 import { listProductsOfSeller } from './products.repository.js';

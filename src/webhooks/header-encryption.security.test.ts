@@ -13,7 +13,7 @@ import { newSecretsKey } from '../keys/secrets-key.js';
 import { rotateSecretsKey } from '../keys/rotate-secrets-key.js';
 import { accessTokenFor, bearer, seedMarketplace, seedUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { openHeaders } from './header-box.js';
+import { openHeaders } from '../keys/header-box.js';
 
 // Webhook header values are often a receiver's credentials: never in clear in the database or a
 // backup, and still sent as given.

@@ -1,6 +1,6 @@
 import type { Role } from '../accounts/accounts.repository.js';
-import type { Actor as AdminActor } from '../admin/admin-audit.repository.js';
-import type { Principal } from '../auth/access-tokens.js';
+import type { Actor as AdminActor } from '../accounts/admin-audit.repository.js';
+import type { Principal } from '../accounts/principal.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { Queryable } from '../db/database.js';
 import { clockOffsetMs } from '../db/database-clock.js';

@@ -1,6 +1,7 @@
 import { addressRange, allowedLocalhostAddresses, isAddressAllowed, isLocalhostName, type Network } from '../net/address-policy.js';
 import { CODE_PATTERN, isCode, MAX_INT32 } from '../http/path-params.js';
 import { isReservedHeader } from './reserved-headers.js';
+import { CONTROL_CHARACTERS } from '../control-characters.js';
 
 /**
  * The rules of a webhook's fields as pure functions, shared by the routes and tests (the property
@@ -20,8 +21,6 @@ export function checkCode(code: string): Checked<string> {
 }
 
 export const NAME_MAX_LENGTH = 200;
-/** The control characters a name may not hold (C0 and DEL), as a regular-expression class body. */
-export const CONTROL_CHARACTERS = '\\u0000-\\u001f\\u007f';
 const CONTROL = new RegExp(`[${CONTROL_CHARACTERS}]`);
 /** A character that shows: not white space, not a format character (a zero-width space, a direction mark); needs the `u` flag. */
 export const VISIBLE_CHARACTER = '[^\\s\\p{Cf}]';

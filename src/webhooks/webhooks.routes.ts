@@ -1,12 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type { FeatureDeps } from '../deps.js';
-import { authenticate, principalOf } from '../auth/authenticate.js';
+import { authenticate } from '../auth/authenticate.js';
+import { principalOf } from '../http/principal.js';
 import { AppError } from '../http/errors.js';
 import { problemResponses, responseHeaders } from '../http/openapi.js';
 import { decodeCursor, encodeCursor, toWebhookListItem, toWebhookResponse } from './webhook-presenter.js';
 import { assertMarketplaceAccess, loadWebhookForPrincipal, tenantOf } from './webhook-access.js';
-import { withOpenHeaders } from './header-box.js';
+import { withOpenHeaders } from '../keys/header-box.js';
 import {
   CreatedWebhook, CreateWebhookBody, DEFAULT_PAGE_SIZE, ListQuery, MarketplaceParams, RotatedSecret, UpdateWebhookBody, Webhook, WebhookList, WebhookParams,
 } from './webhook-schemas.js';
@@ -14,7 +15,7 @@ import { changeWebhook, createWebhook, removeWebhook, rotateSecret, webhookSetti
 import { listWebhooks } from './webhooks.repository.js';
 import { apiActor } from './webhook-history.js';
 import { nextPageLink } from '../http/pagination.js';
-import { countHeldDeliveries } from '../delivery/deliveries.repository.js';
+import { countHeldDeliveries } from './deliveries.repository.js';
 
 const TAGS = ['webhooks'];
 const SECURITY = [{ bearerAuth: [] }];

@@ -1,13 +1,13 @@
-import type { Principal } from '../auth/access-tokens.js';
+import type { Principal } from '../accounts/principal.js';
 import type { Database, Queryable } from '../db/database.js';
 import { AppError, notFound, type FieldError } from '../http/errors.js';
 import { parseNetworks, type Network } from '../net/address-policy.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Keys } from '../keys.js';
-import { notifyDeliveryWorkers, releaseHeldDeliveries } from '../delivery/deliveries.repository.js';
-import { encryptSecret, newWebhookSecret } from './secret-box.js';
-import { sealHeaders, withOpenHeaders } from './header-box.js';
+import { notifyDeliveryWorkers, releaseHeldDeliveries } from './deliveries.repository.js';
+import { encryptSecret, newWebhookSecret } from '../keys/secret-box.js';
+import { sealHeaders, withOpenHeaders } from '../keys/header-box.js';
 import { assertMarketplaceAccess, loadWebhookForPrincipal, tenantOf, type Tenant, type WebhookRow } from './webhook-access.js';
 import { ALL_SELLERS, checkCallbackUrl, checkCode, checkHeaders, checkName, normalizeSellerId, normalizeTopic, type Checked } from './webhook-validators.js';
 import { deleteWebhook, insertWebhook, isSellerConnected, rotateWebhookSecret, updateWebhook, type WebhookChanges } from './webhooks.repository.js';

@@ -6,7 +6,7 @@ import { after, describe, test } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { signatureMatches } from '../../src/delivery/dispatch/signature.js';
 import { OTHER_STRONG_PASSWORD, STRONG_PASSWORD } from '../../src/testing/fixtures.js';
-import { secretKeyBytes } from '../../src/webhooks/secret-box.js';
+import { secretKeyBytes } from '../../src/keys/secret-box.js';
 import { call, createWebhook, login, orderEvent, report, sendEvent } from '../support/plaza-api.js';
 import { killAllPlaza, runCli, sharedKeyEnv, startPlaza, type PlazaProcess } from '../support/plaza-process.js';
 import { postmastersUnder } from '../support/postmasters.js';

@@ -1,7 +1,7 @@
 import { findUserById, type User } from '../../accounts/accounts.repository.js';
 import type { FeatureDeps } from '../../deps.js';
 import { AppError, invalidField, rateLimited } from '../../http/errors.js';
-import { decryptSecret, encryptSecret } from '../../webhooks/secret-box.js';
+import { decryptSecret, encryptSecret } from '../../keys/secret-box.js';
 import { recordAuthEvent, type RequestOrigin } from '../auth-events.repository.js';
 import { unauthorized, USER_GONE } from '../authenticate.js';
 import type { LoginLimiter } from '../login-limits.js';

@@ -1,5 +1,5 @@
 import type { Queryable } from '../../db/database.js';
-import { decryptSecret } from '../../webhooks/secret-box.js';
+import { decryptSecret } from '../../keys/secret-box.js';
 import { findTotp, useRecoveryCode, useTotpStep } from './mfa.repository.js';
 import { matchTotp } from './totp.js';
 

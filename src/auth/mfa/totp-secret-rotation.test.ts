@@ -5,7 +5,7 @@ import { derivedKeys } from '../../keys.js';
 import { rotateSecretsKey } from '../../keys/rotate-secrets-key.js';
 import { seedUser } from '../../testing/fixtures.js';
 import { createTestDatabase, type TestDatabase } from '../../testing/test-database.js';
-import { decryptSecret, encryptSecret } from '../../webhooks/secret-box.js';
+import { decryptSecret, encryptSecret } from '../../keys/secret-box.js';
 import { upsertPendingTotp } from './mfa.repository.js';
 
 let db: TestDatabase;

@@ -1,4 +1,4 @@
-import type { DeliveryStatus } from '../deliveries.repository.js';
+import type { DeliveryStatus } from '../../webhooks/deliveries.repository.js';
 
 /** Which deliveries of one webhook a list or a replay is about; every field narrows. */
 export interface DeliveryMatch {

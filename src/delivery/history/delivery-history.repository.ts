@@ -1,7 +1,7 @@
 import type { Queryable } from '../../db/database.js';
 import type { TimeIdPosition } from '../../http/cursor.js';
 import { dbNow } from '../../db/database-clock.js';
-import type { DeliveryStatus } from '../deliveries.repository.js';
+import type { DeliveryStatus } from '../../webhooks/deliveries.repository.js';
 import { deliveryConditions, type DeliveryMatch } from './delivery-filter.js';
 
 export interface DeliverySummary {

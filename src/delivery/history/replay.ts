@@ -1,6 +1,6 @@
 import { retryTransientConflicts, type Database } from '../../db/database.js';
 import { AppError } from '../../http/errors.js';
-import { notifyDeliveryWorkers } from '../deliveries.repository.js';
+import { notifyDeliveryWorkers } from '../../webhooks/deliveries.repository.js';
 import { requeueDelivery, type RetryOutcome } from './delivery-history.repository.js';
 import type { Clock } from '../../clock.js';
 import { clockOffsetMs, dbNow } from '../../db/database-clock.js';

@@ -1,4 +1,4 @@
-import { DELIVERY_STATUSES } from '../../delivery/deliveries.repository.js';
+import { DELIVERY_STATUSES } from '../../webhooks/deliveries.repository.js';
 import type { DeliveryAttempt, DeliverySummary } from '../../delivery/history/delivery-history.repository.js';
 import { EVENT_TOPICS } from '../../events/event-schema.js';
 import type { WebhookRow } from '../../webhooks/webhook-access.js';

@@ -1,5 +1,5 @@
 import { isUniqueViolation } from '../db/database.js';
-import { AppError } from '../http/errors.js';
+import { AppError } from './errors.js';
 
 /**
  * Database refusals an administrator can act on, as 409s: a key that exists already, a row that

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { buildApp, type App } from '../app.js';
-import { buildOperationsApp, type OperationsListener } from '../operations/operations-listener.js';
-import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { createDeliverer, deliverDue } from './dispatch/deliver.js';
-import { Receiver, seedDelivery, seedWebhook } from './delivery-test-kit.js';
+import { buildApp, type App } from './app.js';
+import { buildOperationsApp, type OperationsListener } from './operations/operations-listener.js';
+import { createTestApp, type TestContext } from './testing/test-app.js';
+import { createDeliverer, deliverDue } from './delivery/dispatch/deliver.js';
+import { Receiver, seedDelivery, seedWebhook } from './delivery/delivery-test-kit.js';
 import { createMetrics } from './metrics.js';
 
 describe('GET /metrics on the operations listener', () => {

@@ -1,11 +1,11 @@
-import { recordAdminAction, type Actor } from '../admin/admin-audit.repository.js';
-import { withConstraints } from '../admin/db-conflicts.js';
+import { recordAdminAction, type Actor } from '../accounts/admin-audit.repository.js';
+import { withConstraints } from '../http/db-conflicts.js';
 import { AppError } from '../http/errors.js';
 import type { Database, Queryable } from '../db/database.js';
 import {
   changeMarketplace, changeSeller, deleteRow, findConnection, findMarketplace, findSeller, insertConnection, insertMarketplace, insertSeller,
   type ConnectionRow, type MarketplaceRow, type SellerRow, type TenantChanges,
-} from './accounts.repository.js';
+} from '../accounts/accounts.repository.js';
 import { applyTenantActivation, type TenantKind } from './tenant-activation.js';
 import { actorOfAdminAction } from '../webhooks/webhook-history.js';
 

@@ -1,4 +1,4 @@
-import type { Principal } from '../auth/access-tokens.js';
+import type { Principal } from './principal.js';
 import type { Queryable } from '../db/database.js';
 
 /** Who acts: a user, an API key, or the command line (whoever runs it already holds the database). */

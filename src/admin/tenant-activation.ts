@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/database.js';
-import { notifyDeliveryWorkers, releaseHeldDeliveries } from '../delivery/deliveries.repository.js';
+import { notifyDeliveryWorkers, releaseHeldDeliveries } from '../webhooks/deliveries.repository.js';
 import type { WebhookRow } from '../webhooks/webhook-access.js';
 import { recordWebhookHistory, type WebhookActor } from '../webhooks/webhook-history.js';
 

@@ -1,12 +1,12 @@
-import { recordAdminAction, type Actor } from '../admin/admin-audit.repository.js';
+import { recordAdminAction, type Actor } from '../accounts/admin-audit.repository.js';
 import { checkNewPassword } from '../auth/password-strength.js';
 import { hashPassword } from '../auth/passwords.js';
 import { revokeAllOfUser } from '../auth/sessions.repository.js';
 import type { Database, Queryable } from '../db/database.js';
 import { AppError, invalidField } from '../http/errors.js';
-import { withConstraints } from '../admin/db-conflicts.js';
-import { findUserById, findUserSummary, insertUser, type Role, type UserSummary } from './accounts.repository.js';
-import { checkNewUserName } from './user-name.js';
+import { withConstraints } from '../http/db-conflicts.js';
+import { findUserById, findUserSummary, insertUser, type Role, type UserSummary } from '../accounts/accounts.repository.js';
+import { checkNewUserName } from '../accounts/user-name.js';
 
 /** How a setter judges the password it is given (password-strength.ts): PASSWORD_MIN_SCORE, and the field to name in a 400. */
 export interface PasswordPolicy {

@@ -1,0 +1,72 @@
+// The layer map of src/ (docs/architecture.md), checked by `npm run lint`. A module may import its
+// own layer and the layers below it; an import upwards, or any import cycle between modules, is an
+// error. (Folders of one layer may import each other; the module cycle rule still holds there.) Type-only imports count like the others: a type sits in the layer that
+// owns it, so importing it is depending on that layer.
+
+/** Lowest first. A root file is in the layer its line names; a folder with all it holds. */
+const LAYERS = [
+  ['core', '^src/(settings|net)/|^src/(clock|paths|logging|config|config-docs|metrics|control-characters)[.]ts$'],
+  ['db', '^src/db/'],
+  ['accounts', '^src/accounts/'],
+  ['platform', '^src/(http|keys|maintenance|backup)/|^src/(keys|deps|startup-errors)[.]ts$'],
+  ['auth', '^src/auth/'],
+  ['webhooks', '^src/webhooks/'],
+  ['events', '^src/events/'],
+  ['delivery', '^src/delivery/'],
+  ['features', '^src/(portal|admin|operations|products)/'],
+  ['app', '^src/(app|server|maintenance-jobs)[.]ts$'],
+  ['cli', '^src/cli/'],
+  ['main', '^src/main[.]ts$'],
+];
+
+// Tests and their kits (and src/testing/, the test app) build the whole app: they may import any
+// layer. They still may not form a cycle.
+const TEST_CODE = '[.]test[.]ts$|-test-kit[.]ts$|/test-support[.]ts$|^src/testing/';
+
+const upwards = LAYERS.slice(0, -1).map(([name, path], index) => ({
+  name: `layer-${name}`,
+  comment: `${name} imports a layer above it (docs/architecture.md): move the piece it needs down, to the layer that owns it`,
+  severity: 'error',
+  from: { path, pathNot: TEST_CODE },
+  to: { path: LAYERS.slice(index + 1).map(([, above]) => above).join('|') },
+}));
+
+export default {
+  forbidden: [
+    ...upwards,
+    {
+      name: 'unplaced',
+      comment: 'every module of src/ is in a layer of .dependency-cruiser.cjs (and docs/architecture.md)',
+      severity: 'error',
+      from: { path: '^src/', pathNot: [TEST_CODE, ...LAYERS.map(([, path]) => path)].join('|') },
+      to: {},
+    },
+    {
+      name: 'delivery-queue',
+      comment: 'the queue engine (delivery/queue/) knows neither the attempt (dispatch/) nor the log (history/) nor the loop',
+      severity: 'error',
+      from: { path: '^src/delivery/queue/', pathNot: TEST_CODE },
+      to: { path: '^src/delivery/(dispatch|history)/|^src/delivery/worker[.]ts$' },
+    },
+    {
+      name: 'delivery-dispatch',
+      comment: 'one attempt (delivery/dispatch/) may use the queue, not the log (history/) nor the loop',
+      severity: 'error',
+      from: { path: '^src/delivery/dispatch/', pathNot: TEST_CODE },
+      to: { path: '^src/delivery/history/|^src/delivery/worker[.]ts$' },
+    },
+    {
+      name: 'no-cycle',
+      comment: 'an import cycle between modules',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+  ],
+  options: {
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    doNotFollow: { path: 'node_modules' },
+    includeOnly: '^src/',
+  },
+};
