@@ -2,7 +2,7 @@ import type { ParseArgsConfig } from 'node:util';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import { isStorableText } from '../http/input-guard.js';
-import { isCode } from '../http/path-params.js';
+import { idFromText, isCode, MAX_INT32 } from '../http/path-params.js';
 import { checkName } from '../webhooks/webhook-validators.js';
 import { checkNewUserName } from '../accounts/user-name.js';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../auth/password-strength.js';
@@ -76,10 +76,11 @@ export function requireCode(value: string | boolean | undefined, name = '<code>'
   return code;
 }
 
+/** An id (of a seller, connection or API key): what the admin API takes, 1 to 2147483647 (idFromText). */
 export function requireId(value: string | boolean | undefined, name: string): number {
-  const text = requireText(value, name);
-  if (!/^[1-9][0-9]{0,8}$/.test(text)) throw new UsageError(`${name} must be a positive integer.`);
-  return Number(text);
+  const id = idFromText(requireText(value, name));
+  if (id === undefined) throw new UsageError(`${name} must be a positive integer up to ${MAX_INT32}.`);
+  return id;
 }
 
 export function optional<T>(value: string | boolean | undefined, parse: (value: string) => T): T | undefined {
