@@ -52,7 +52,7 @@ export const ConfigSchema = Type.Object({
     '',
     'Origins (scheme://host[:port], comma-separated) whose web pages may call the API from a browser: their requests and preflights are answered with Access-Control-Allow-Origin. Empty: none. /.well-known/jwks.json and /openapi.json answer every origin; the portal none. No credentials mode: the API takes bearer tokens, not cookies.',
   ),
-  BODY_LIMIT_BYTES: Integer(1_048_576, 'Largest event body (POST /v1/{marketplace_code}/events); larger bodies get 413. Login, refresh and password change accept 32 KiB, other routes 64 KiB (never more than this).', 1024),
+  BODY_LIMIT_BYTES: Integer(1_048_576, 'Largest event body (POST /v1/{marketplace_code}/events); larger bodies get 413. Sign-in (API and portal), refresh and password change accept 32 KiB, other routes and portal forms 64 KiB (never more than this).', 1024),
   METRICS_HOST: Text('127.0.0.1', 'Interface of the operations listener (/metrics, /healthz, /readyz). Loopback by default: metrics need no token, so expose them only to monitoring.'),
   METRICS_PORT: Integer(9464, 'TCP port of the operations listener, in every role (a worker has no other HTTP port). 0 picks a free port (logged at start).', 0, 65535),
   METRICS_QUEUE_INTERVAL_SECONDS: Integer(15, 'How often the delivery queue gauges are measured (a scrape never queries the database).', 1, 3600),

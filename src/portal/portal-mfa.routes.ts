@@ -11,6 +11,7 @@ import { activateTotp, disableTotp, replaceRecoveryCodesAudited, secondFactorSta
 import { originOf } from '../auth/request-origin.js';
 import type { TokenPair } from '../auth/token-pair.js';
 import type { FeatureDeps } from '../deps.js';
+import { credentialsBodyLimit } from '../http/body-limits.js';
 import { AppError } from '../http/errors.js';
 import type { Html } from './html.js';
 import { assertSameOrigin } from './portal-security.js';
@@ -59,9 +60,11 @@ type MfaPortalDeps = PortalDeps & {
  * (src/auth/mfa), so the limits, single use and audit are the API's.
  */
 export const portalMfaRoutes: FastifyPluginAsyncTypebox<MfaPortalDeps> = async (app, deps) => {
-  const { db, clock, requireSession, guards } = deps;
+  const { db, clock, config, requireSession, guards } = deps;
+  // The sign-in steps read no more than the API's login does, before anyone is signed in.
+  const signIn = { bodyLimit: credentialsBodyLimit(config) };
 
-  app.post('/portal/login/mfa', { schema: { ...hide, body: TokenCodeForm } }, async (request, reply) => {
+  app.post('/portal/login/mfa', { ...signIn, schema: { ...hide, body: TokenCodeForm } }, async (request, reply) => {
     assertSameOrigin(request);
     const { mfa_token: mfaToken, code } = request.body;
     try {
@@ -77,7 +80,7 @@ export const portalMfaRoutes: FastifyPluginAsyncTypebox<MfaPortalDeps> = async (
     }
   });
 
-  app.post('/portal/login/enrol', { schema: { ...hide, body: TokenCodeForm } }, async (request, reply) => {
+  app.post('/portal/login/enrol', { ...signIn, schema: { ...hide, body: TokenCodeForm } }, async (request, reply) => {
     assertSameOrigin(request);
     const { mfa_token: mfaToken, code } = request.body;
     const now = clock.now();

@@ -12,6 +12,7 @@ import { deletePasskey } from '../auth/mfa/passkeys.repository.js';
 import { recordAuthEvent } from '../auth/auth-events.repository.js';
 import { originOf } from '../auth/request-origin.js';
 import type { TokenPair } from '../auth/token-pair.js';
+import { credentialsBodyLimit } from '../http/body-limits.js';
 import { AppError, rateLimited } from '../http/errors.js';
 import { TokenBuckets } from '../http/token-buckets.js';
 import { assertSameOrigin } from './portal-security.js';
@@ -88,14 +89,16 @@ export const portalPasskeyRoutes: FastifyPluginAsyncTypebox<PasskeyDeps> = async
     if (wait > 0) throw rateLimited(wait, 'Too many passkey sign-ins from this address');
   };
 
-  app.post('/portal/login/passkey/options', { schema: { ...hide, body: Type.Object({ mfa_token: MfaTokenField }) } }, async (request) => {
+  // The sign-in steps read no more than the API's login does, before anyone is signed in.
+  const signIn = { bodyLimit: credentialsBodyLimit(config) };
+  app.post('/portal/login/passkey/options', { ...signIn, schema: { ...hide, body: Type.Object({ mfa_token: MfaTokenField }) } }, async (request) => {
     assertSameOrigin(request);
     takeSignIn(request);
     const user = await tokenUser(request.body.mfa_token);
     return authenticationOptions(deps, rpOf(request), user?.id ?? null);
   });
 
-  app.post('/portal/login/passkey', { schema: { ...hide, body: Type.Object({ mfa_token: MfaTokenField, response: WebauthnAnswer }) } }, async (request, reply) => {
+  app.post('/portal/login/passkey', { ...signIn, schema: { ...hide, body: Type.Object({ mfa_token: MfaTokenField, response: WebauthnAnswer }) } }, async (request, reply) => {
     assertSameOrigin(request);
     takeSignIn(request);
     const expected = await tokenUser(request.body.mfa_token);

@@ -11,6 +11,7 @@ import { originOf } from '../auth/request-origin.js';
 import { logout } from '../auth/sessions.service.js';
 import type { FeatureDeps } from '../deps.js';
 import type { Queryable } from '../db/database.js';
+import { credentialsBodyLimit, defaultBodyLimit } from '../http/body-limits.js';
 import { AppError, notFound } from '../http/errors.js';
 import type { TenantAction } from '../http/tenant-rate-limit.js';
 import { loadWebhookForPrincipal } from '../webhooks/webhook-access.js';
@@ -95,7 +96,8 @@ const hide = { hide: true };
 export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {
   const { db, clock, config, keys } = deps;
   await app.register(cookie);
-  await app.register(formbody, { bodyLimit: 64 * 1024 });
+  // Forms are read within the API's limits (body-limits.ts): BODY_LIMIT_BYTES lowers them too.
+  await app.register(formbody, { bodyLimit: defaultBodyLimit(config) });
   const guards = createLoginGuards(deps);
   app.addHook('onClose', async () => guards.close());
   registerPortalAssets(app);
@@ -160,7 +162,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
 
   app.get('/portal/login', { schema: hide }, async (_request, reply) => sendPage(reply, loginPage({})));
 
-  app.post('/portal/login', { schema: { ...hide, body: LoginForm } }, async (request, reply) => {
+  app.post('/portal/login', { bodyLimit: credentialsBodyLimit(config), schema: { ...hide, body: LoginForm } }, async (request, reply) => {
     assertSameOrigin(request);
     const { username, password } = request.body;
     try {
@@ -182,7 +184,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
   // GET only shows a button: link previews and scanners that fetch the URL do not use it up.
   app.get('/portal/link/:token', { schema: { ...hide, params: LinkParams } }, async (request, reply) => sendPage(reply, linkPage(request.params.token)));
 
-  app.post('/portal/link', { schema: { ...hide, body: LinkForm } }, async (request, reply) => {
+  app.post('/portal/link', { bodyLimit: credentialsBodyLimit(config), schema: { ...hide, body: LinkForm } }, async (request, reply) => {
     assertSameOrigin(request);
     const now = clock.now();
     const opened = await db.transaction(async (tx) => {
