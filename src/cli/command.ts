@@ -5,7 +5,7 @@ import { isStorableText } from '../http/input-guard.js';
 import { idFromText, isCode, MAX_INT32 } from '../http/path-params.js';
 import { checkName } from '../webhooks/webhook-validators.js';
 import { checkNewUserName } from '../accounts/user-name.js';
-import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../auth/password-strength.js';
+import { passwordLengthProblem } from '../auth/password-bounds.js';
 import { UsageError } from './usage-error.js';
 
 /**
@@ -97,10 +97,9 @@ export async function readStdin(stdin: NodeJS.ReadableStream, prompt: string): P
 
 export async function readPassword(stdin: NodeJS.ReadableStream): Promise<string> {
   const password = await readStdin(stdin, 'Password');
-  // The bounds of password-strength.ts, counted the same way; its strength rule runs in the service.
-  const length = [...password].length;
-  if (length < PASSWORD_MIN_LENGTH) throw new UsageError(`The password (read from standard input) must have at least ${PASSWORD_MIN_LENGTH} characters.`);
-  if (length > PASSWORD_MAX_LENGTH) throw new UsageError(`The password may have at most ${PASSWORD_MAX_LENGTH} characters.`);
+  // The bounds, before the database is opened; the strength rule (password-strength.ts) runs in the service.
+  const outOfBounds = passwordLengthProblem(password);
+  if (outOfBounds) throw new UsageError(`The password (read from standard input) ${outOfBounds}.`);
   // Login refuses such text before it looks at the password: the user could never log in.
   if (!isStorableText(password)) throw new UsageError('The password holds a NUL character, which no login can send.');
   return password;

@@ -3,10 +3,11 @@ import formbody from '@fastify/formbody';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
+import { UserName } from '../accounts/user-name.js';
 import { verifyAccessToken } from '../auth/access-tokens.js';
 import { createLoginGuards } from '../auth/login-guards.js';
 import { login } from '../auth/login.service.js';
-import { PASSWORD_MAX_LENGTH } from '../auth/password-strength.js';
+import { GivenPassword } from '../auth/password-bounds.js';
 import { originOf } from '../auth/request-origin.js';
 import { logout } from '../auth/sessions.service.js';
 import type { FeatureDeps } from '../deps.js';
@@ -83,7 +84,8 @@ export async function loadScopedWebhook(db: Queryable, session: PortalSession, p
   return assertWebhookInScope(session, await loadWebhookForPrincipal(db, session.principal, params.marketplace_code, params.code));
 }
 
-const LoginForm = Type.Object({ username: Type.String({ maxLength: 200 }), password: Type.String({ maxLength: PASSWORD_MAX_LENGTH }) });
+/** The fields of the API's login, with its schemas: a name or password the API refuses is refused here too. */
+const LoginForm = Type.Object({ username: UserName, password: GivenPassword });
 const LinkForm = Type.Object({ token: Type.String({ maxLength: 100 }) });
 const LinkParams = Type.Object({ token: Type.String({ pattern: '^[A-Za-z0-9_-]{1,100}$' }) });
 const hide = { hide: true };

@@ -8,7 +8,7 @@ import { problemResponses } from '../../http/openapi.js';
 import { authenticate, userPrincipalOf } from '../authenticate.js';
 import { tokenRequestProof } from '../dpop-proof.js';
 import type { LoginGuards } from '../login-guards.js';
-import { PASSWORD_MAX_LENGTH } from '../password-strength.js';
+import { GivenPassword } from '../password-bounds.js';
 import { originOf } from '../request-origin.js';
 import { DpopHeaders, proofRefusal, TokenPairSchema } from '../token-pair-schema.js';
 import { challengeUser, verifyLoginCode } from './mfa-login.js';
@@ -158,7 +158,7 @@ export const mfaRoutes: FastifyPluginAsyncTypebox<FeatureDeps & { guards: LoginG
         summary: 'Ten new recovery codes, shown once',
         description: 'Replaces every earlier recovery code (used or not). Each code works once, in place of an authenticator code, at mfa/verify or to turn the second factor off. Needs an active authenticator (409) and the password (counted by the login limits; 401 invalid_credentials when wrong). Only hashes are kept: this answer is the one chance to see the codes.',
         security: [{ bearerAuth: [] }],
-        body: Type.Object({ password: Type.String({ minLength: 1, maxLength: PASSWORD_MAX_LENGTH }) }, { additionalProperties: false }),
+        body: Type.Object({ password: GivenPassword }, { additionalProperties: false }),
         response: {
           201: Type.Object({ recovery_codes: Type.Array(Type.String(), { minItems: 10, maxItems: 10 }) }, { additionalProperties: false }),
           ...problemResponses(401, 403, 409, 429, 503),
