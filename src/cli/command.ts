@@ -2,8 +2,8 @@ import type { ParseArgsConfig } from 'node:util';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import { isStorableText } from '../http/input-guard.js';
-import { idFromText, isCode, MAX_INT32 } from '../http/path-params.js';
-import { checkName } from '../webhooks/webhook-validators.js';
+import { idFromText, MAX_INT32 } from '../http/path-params.js';
+import { checkCode, checkName } from '../webhooks/webhook-validators.js';
 import { checkNewUserName } from '../accounts/user-name.js';
 import { passwordLengthProblem } from '../auth/password-bounds.js';
 import { UsageError } from './usage-error.js';
@@ -70,10 +70,11 @@ export function requireUserName(value: string | boolean | undefined, name: strin
   return checked.value;
 }
 
+/** A marketplace's code: the rule the API applies (checkCode). */
 export function requireCode(value: string | boolean | undefined, name = '<code>'): string {
-  const code = requireText(value, name);
-  if (!isCode(code)) throw new UsageError(`${name} may hold only letters, digits, "_" and "-" (1 to 100).`);
-  return code;
+  const checked = checkCode(requireText(value, name));
+  if (!checked.ok) throw new UsageError(`${name} ${checked.message}.`);
+  return checked.value;
 }
 
 /** An id (of a seller, connection or API key): what the admin API takes, 1 to 2147483647 (idFromText). */

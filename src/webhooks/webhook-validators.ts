@@ -1,5 +1,5 @@
 import { addressRange, allowedLocalhostAddresses, isAddressAllowed, isLocalhostName, type Network } from '../net/address-policy.js';
-import { CODE_PATTERN, idFromText, isCode, MAX_INT32 } from '../http/path-params.js';
+import { idFromText, isCode, MAX_INT32 } from '../http/path-params.js';
 import { isReservedHeader } from './reserved-headers.js';
 
 /**
@@ -12,9 +12,7 @@ export type Checked<T> = { ok: true; value: T } | { ok: false; message: string }
 const ok = <T>(value: T): Checked<T> => ({ ok: true, value });
 const fail = <T>(message: string): Checked<T> => ({ ok: false, message });
 
-export { CODE_PATTERN };
-export const CODE_MAX_LENGTH = 100;
-
+/** A marketplace's or a webhook's code (the rule of path-params.ts), with the reason when it is not one. */
 export function checkCode(code: string): Checked<string> {
   return isCode(code) ? ok(code) : fail('must be 1 to 100 ASCII letters, digits, "_" or "-"');
 }

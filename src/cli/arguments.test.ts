@@ -4,11 +4,12 @@ import { after, before, describe, test } from 'node:test';
 import { loadConfig, type Config } from '../config.js';
 import { accessTokenFor, bearer, seedMarketplace, seedUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { normalizeSellerId } from '../webhooks/webhook-validators.js';
+import { checkCode, normalizeSellerId } from '../webhooks/webhook-validators.js';
 import { runInProcess } from './cli-test-kit.js';
 
-// Issue 35: the CLI refused ids over nine digits while the API takes every positive int32.
-describe('an id means the same to the CLI and to the API', () => {
+// Issue 35: the CLI refused ids over nine digits while the API takes every positive int32, and
+// worded the rule of codes its own way.
+describe('an id and a code mean the same to the CLI and to the API', () => {
   let ctx: TestContext;
   let config: Config;
   let admin: Record<string, string>;
@@ -50,5 +51,19 @@ describe('an id means the same to the CLI and to the API', () => {
     const link = await ctx.app.inject({ method: 'POST', url: '/v1/meli/portal-links', headers: admin, payload: { seller_id: next } });
     assert.equal(link.statusCode, 400, link.body);
     assert.deepEqual(link.json().errors, [{ field: 'body.seller_id', message: 'must be at most 2147483647' }]);
+  });
+
+  test('a marketplace code: 100 characters are one for both, 101 are refused by both, with the one wording', async () => {
+    const longest = 'm'.repeat(100);
+    assert.equal((await plaza(['marketplaces', 'add', longest, '--name', 'Longest'])).code, 0);
+    assert.equal((await ctx.app.inject({ url: `/api/v2/admin/marketplaces/${longest}`, headers: admin })).statusCode, 200);
+    const tooLong = `${longest}m`;
+    const run = await plaza(['marketplaces', 'add', tooLong, '--name', 'Too long']);
+    const rule = checkCode(tooLong);
+    assert.equal(rule.ok, false);
+    assert.equal(run.code, 2);
+    assert.ok(!rule.ok && run.stderr.includes(`<code> ${rule.message}.`), run.stderr);
+    const created = await ctx.app.inject({ method: 'POST', url: '/api/v2/admin/marketplaces', headers: admin, payload: { code: tooLong, name: 'Too long' } });
+    assert.equal(created.statusCode, 400, created.body);
   });
 });
