@@ -4,7 +4,7 @@ import type { Config } from './config.js';
 import { looksSecret } from './http/secret-names.js';
 
 // Secrets never reach the logs, whatever a log line carries.
-export const REDACTED_PATHS = [
+const REDACTED_PATHS = [
   'req.headers.authorization',
   'req.headers.cookie',
   '*.password',

@@ -171,7 +171,7 @@ export async function findUserSummary(db: Queryable, id: number): Promise<UserSu
   return rows[0];
 }
 
-/** Deletes by key; returns whether a row went. Rows still referenced raise 23503 (see deleteSafely). */
+/** Deletes by key; returns whether a row went. Rows still referenced raise 23503 (explained as a 409 by withConstraints). */
 export async function deleteRow(db: Queryable, table: 'marketplaces' | 'sellers' | 'marketplace_connections' | 'users', key: string | number): Promise<boolean> {
   const column = table === 'marketplaces' ? 'code' : 'id';
   const { rowCount } = await db.query(`DELETE FROM ${table} WHERE ${column} = $1`, [key]);
