@@ -4,6 +4,7 @@ import QRCode from 'qrcode';
 import { Type } from 'typebox';
 import { findUserById } from '../accounts/accounts.repository.js';
 import type { LoginGuards } from '../auth/login-guards.js';
+import { MFA_CODE_MAX_LENGTH, MFA_TOKEN_MAX_LENGTH } from '../auth/mfa/mfa-fields.js';
 import { challengeUser, verifyLoginCode } from '../auth/mfa/mfa-login.js';
 import { deleteChallenge, findChallenge } from '../auth/mfa/mfa.repository.js';
 import { passkeysOf } from '../auth/mfa/passkeys.repository.js';
@@ -20,8 +21,8 @@ import { loginPage } from './views/auth-pages.js';
 import { mfaCodePage, recoveryCodesPage, requiredEnrolPage, securityPage, totpEnrolPage } from './views/mfa-pages.js';
 
 const hide = { hide: true };
-const CodeForm = Type.Object({ code: Type.String({ maxLength: 32 }), _csrf: Type.Optional(Type.String({ maxLength: 100 })) });
-const TokenCodeForm = Type.Object({ mfa_token: Type.String({ maxLength: 200 }), code: Type.String({ maxLength: 32 }) });
+const CodeForm = Type.Object({ code: Type.String({ maxLength: MFA_CODE_MAX_LENGTH }), _csrf: Type.Optional(Type.String({ maxLength: 100 })) });
+const TokenCodeForm = Type.Object({ mfa_token: Type.String({ maxLength: MFA_TOKEN_MAX_LENGTH }), code: Type.String({ maxLength: MFA_CODE_MAX_LENGTH }) });
 
 /** A QR code of the otpauth URL, drawn here (qrcode, PNG): the secret goes to no other service. */
 const qrOf = (url: string) => QRCode.toDataURL(url, { errorCorrectionLevel: 'M', margin: 2, width: 240 });

@@ -5,6 +5,7 @@ import { Type } from 'typebox';
 import { findUserById } from '../accounts/accounts.repository.js';
 import type { LoginGuards } from '../auth/login-guards.js';
 import { openSession } from '../auth/open-session.js';
+import { MFA_TOKEN_MAX_LENGTH } from '../auth/mfa/mfa-fields.js';
 import { challengeUser } from '../auth/mfa/mfa-login.js';
 import { deleteChallenge, findChallenge } from '../auth/mfa/mfa.repository.js';
 import { authenticatePasskey, authenticationOptions, registerPasskey, registrationOptions, type RelyingParty } from '../auth/mfa/passkeys.service.js';
@@ -21,7 +22,7 @@ import { sessionOf, type PortalDeps } from './portal.routes.js';
 const hide = { hide: true };
 // The browser's WebAuthn answer as @simplewebauthn/browser gives it; the library checks its contents.
 const WebauthnAnswer = Type.Object({ id: Type.String({ maxLength: 1400 }), response: Type.Object({ clientDataJSON: Type.String({ maxLength: 8192 }) }) }, { additionalProperties: true });
-const MfaTokenField = Type.Optional(Type.String({ maxLength: 200 }));
+const MfaTokenField = Type.Optional(Type.String({ maxLength: MFA_TOKEN_MAX_LENGTH }));
 
 type PasskeyDeps = PortalDeps & {
   guards: LoginGuards;
