@@ -15,13 +15,13 @@ import type { FeatureDeps } from '../deps.js';
 import { credentialsBodyLimit } from '../http/body-limits.js';
 import { AppError } from '../http/errors.js';
 import type { Html } from './html.js';
-import { assertSameOrigin } from './portal-security.js';
+import { assertSameOrigin, CsrfField } from './portal-security.js';
 import { sendPage, sessionOf, type PortalDeps } from './portal.routes.js';
 import { loginPage } from './views/auth-pages.js';
 import { mfaCodePage, recoveryCodesPage, requiredEnrolPage, securityPage, totpEnrolPage } from './views/mfa-pages.js';
 
 const hide = { hide: true };
-const CodeForm = Type.Object({ code: Type.String({ maxLength: MFA_CODE_MAX_LENGTH }), _csrf: Type.Optional(Type.String({ maxLength: 100 })) });
+const CodeForm = Type.Object({ code: Type.String({ maxLength: MFA_CODE_MAX_LENGTH }), _csrf: CsrfField });
 const TokenCodeForm = Type.Object({ mfa_token: Type.String({ maxLength: MFA_TOKEN_MAX_LENGTH }), code: Type.String({ maxLength: MFA_CODE_MAX_LENGTH }) });
 
 /** A QR code of the otpauth URL, drawn here (qrcode, PNG): the secret goes to no other service. */

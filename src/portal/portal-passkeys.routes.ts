@@ -16,7 +16,7 @@ import type { TokenPair } from '../auth/token-pair.js';
 import { credentialsBodyLimit } from '../http/body-limits.js';
 import { AppError, rateLimited } from '../http/errors.js';
 import { TokenBuckets } from '../http/token-buckets.js';
-import { assertSameOrigin } from './portal-security.js';
+import { assertSameOrigin, CsrfField, CsrfForm } from './portal-security.js';
 import { sessionOf, type PortalDeps } from './portal.routes.js';
 
 const hide = { hide: true };
@@ -53,13 +53,13 @@ export const portalPasskeyRoutes: FastifyPluginAsyncTypebox<PasskeyDeps> = async
     return user;
   };
 
-  app.post('/portal/account/passkeys/options', { schema: { ...hide, body: Type.Object({ _csrf: Type.String({ maxLength: 100 }) }) }, preHandler: requireSession }, async (request) =>
+  app.post('/portal/account/passkeys/options', { schema: { ...hide, body: CsrfForm }, preHandler: requireSession }, async (request) =>
     registrationOptions(deps, await accountUser(request), rpOf(request)),
   );
 
   app.post(
     '/portal/account/passkeys',
-    { schema: { ...hide, body: Type.Object({ _csrf: Type.String({ maxLength: 100 }), name: Type.String({ minLength: 1, maxLength: 100 }), response: WebauthnAnswer }) }, preHandler: requireSession },
+    { schema: { ...hide, body: Type.Object({ _csrf: CsrfField, name: Type.String({ minLength: 1, maxLength: 100 }), response: WebauthnAnswer }) }, preHandler: requireSession },
     async (request, reply) => {
       await registerPasskey(deps, await accountUser(request), request.body.response as unknown as RegistrationResponseJSON, rpOf(request), request.body.name, originOf(request));
       return reply.code(204).send();
@@ -68,7 +68,7 @@ export const portalPasskeyRoutes: FastifyPluginAsyncTypebox<PasskeyDeps> = async
 
   app.post(
     '/portal/account/passkeys/delete',
-    { schema: { ...hide, body: Type.Object({ _csrf: Type.String({ maxLength: 100 }), id: Type.String({ maxLength: 1400 }) }) }, preHandler: requireSession },
+    { schema: { ...hide, body: Type.Object({ _csrf: CsrfField, id: Type.String({ maxLength: 1400 }) }) }, preHandler: requireSession },
     async (request, reply) => {
       const user = await accountUser(request);
       if (await deletePasskey(db, user.id, request.body.id)) {
