@@ -98,6 +98,12 @@ test('formats beyond the schema are checked at load too', () => {
   );
 });
 
+test('maintenance needs a second connection: a pool of one is refused unless MAINTENANCE_INTERVAL_SECONDS is 0', () => {
+  assert.throws(() => loadConfig({ DATABASE_POOL_SIZE: '1' }), /DATABASE_POOL_SIZE="1": must be at least 2 while MAINTENANCE_INTERVAL_SECONDS is not 0/);
+  assert.equal(loadConfig({ DATABASE_POOL_SIZE: '1', MAINTENANCE_INTERVAL_SECONDS: '0' }).DATABASE_POOL_SIZE, 1);
+  assert.equal(loadConfig({ DATABASE_POOL_SIZE: '2' }).MAINTENANCE_INTERVAL_SECONDS, 900);
+});
+
 test('docs/configuration.md is generated from the schema and up to date', () => {
   const onDisk = readFileSync(`${projectRoot}docs/configuration.md`, 'utf8');
   assert.equal(onDisk, renderConfigDocs(), 'run `npm run docs:generate` after changing src/config.ts');

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { Type, type Static, type TSchema } from 'typebox';
 import { Value } from 'typebox/value';
-import { parseRetrySchedule } from './delivery/retry-schedule.js';
+import { parseRetrySchedule } from './delivery/dispatch/retry-schedule.js';
 import { DEFAULT_JWT_ALGORITHM, JWT_ALGORITHMS } from './keys/jwt-algorithms.js';
 import { parseCorsOrigins } from './http/cors.js';
 import { parseNetworks } from './net/address-policy.js';
@@ -57,11 +57,17 @@ export const ConfigSchema = Type.Object({
   METRICS_PORT: Integer(9464, 'TCP port of the operations listener, in every role (a worker has no other HTTP port). 0 picks a free port (logged at start).', 0, 65535),
   METRICS_QUEUE_INTERVAL_SECONDS: Integer(15, 'How often the delivery queue gauges are measured (a scrape never queries the database).', 1, 3600),
   SHUTDOWN_TIMEOUT_MS: Milliseconds(10_000, 'On SIGTERM/SIGINT, how long in-flight requests and sends may take before the process exits.', 0),
+  MAINTENANCE_INTERVAL_SECONDS: Integer(
+    900,
+    'How often each maintenance job runs (pruning past the retentions, disabling webhooks failing too long), over all the processes of an installation together: every process, whatever its role, takes part, and one runs each job per interval. 0: this process takes no part (another must, or nothing is pruned). One value for every job; give every process the same.',
+    0,
+    86_400,
+  ),
 
   // Storage
   DATABASE_URL: OptionalText('PostgreSQL connection string (postgres://…). Unset: Plaza runs its own PostgreSQL server in DATA_DIR/postgres.'),
   DATA_DIR: Text('./data', 'Directory (mode 0700) of the embedded PostgreSQL server and of generated keys (when not configured below).'),
-  DATABASE_POOL_SIZE: Integer(10, 'Connections in the PostgreSQL pool.', 1, 1000),
+  DATABASE_POOL_SIZE: Integer(10, 'Connections in the PostgreSQL pool; at least 2 unless MAINTENANCE_INTERVAL_SECONDS is 0 (a maintenance job holds one for its lock).', 1, 1000),
   DATABASE_CONNECT_TIMEOUT_MS: Milliseconds(3000, 'How long a request waits for a PostgreSQL connection before answering 503.', 100),
   DATABASE_STATEMENT_TIMEOUT_MS: Milliseconds(10_000, 'PostgreSQL statement_timeout for the pool.', 100),
   DATABASE_RETRY_AFTER_SECONDS: Seconds(5, 'Retry-After sent with 503 while the database is unreachable.', 1),
@@ -266,6 +272,15 @@ const FORMAT_CHECKS: [keyof Config, (config: Config) => void][] = [
   ['WEBHOOK_ALLOWED_NETWORKS', (config) => parseNetworks(config.WEBHOOK_ALLOWED_NETWORKS)],
   ['TRUST_PROXY', (config) => parseTrustProxy(config.TRUST_PROXY)],
   ['CORS_ORIGINS', (config) => parseCorsOrigins(config.CORS_ORIGINS)],
+  [
+    'DATABASE_POOL_SIZE',
+    (config) => {
+      // A job holds its lock on one connection while its statements run on others (src/maintenance/job-runs.ts).
+      if (config.MAINTENANCE_INTERVAL_SECONDS > 0 && config.DATABASE_POOL_SIZE < 2) {
+        throw new Error('must be at least 2 while MAINTENANCE_INTERVAL_SECONDS is not 0 (a maintenance job holds its lock on one connection and works on another)');
+      }
+    },
+  ],
   [
     'DELIVERY_RETRY_SCHEDULE',
     (config) => {

@@ -10,6 +10,8 @@ import { migrate } from './db/migrate.js';
 import { openDatabase } from './db/open.js';
 import { startDeliveryWorker, type DeliveryWorker } from './delivery/worker.js';
 import { createMetrics } from './delivery/metrics.js';
+import { maintenanceJobs } from './maintenance-jobs.js';
+import { startMaintenance } from './maintenance/scheduler.js';
 import { startOperationsListener } from './operations/operations-listener.js';
 import { loadKeys, startKeyReloader } from './keys.js';
 import { createLogger } from './logging.js';
@@ -28,7 +30,7 @@ export const FIRST_USER_HINT = {
   ],
 };
 
-/** `plaza serve`: the API, the delivery worker, or both, until SIGTERM or SIGINT. */
+/** `plaza serve`: the API, the delivery worker, or both, and the maintenance, until SIGTERM or SIGINT. */
 export async function serve(config: Config, role: Role): Promise<void> {
   const logger = createLogger(config);
   // A signal may come at any moment of the start (an orchestrator, a Ctrl-C while the embedded
@@ -91,6 +93,8 @@ export async function serve(config: Config, role: Role): Promise<void> {
   }
   let worker: DeliveryWorker | undefined;
   if (role !== 'api') worker = await startDeliveryWorker({ config, db, keys, clock: systemClock, logger, metrics });
+  // Every role: an API-only installation prunes too, and the processes share each job's runs.
+  const maintenance = startMaintenance({ db, clock: systemClock, logger }, maintenanceJobs(config, logger));
   logger.info({ role, database: config.DATABASE_URL ? 'external' : 'embedded', port: app ? config.PORT : undefined, metricsPort: operations.port }, 'plaza started');
 
   let stopping = false;
@@ -110,7 +114,7 @@ export async function serve(config: Config, role: Role): Promise<void> {
     // (for the owner of the embedded server, that stops it: fast shutdown).
     stopKeyReloader();
     const listeners = [app, operations.app].filter((listener) => listener !== undefined);
-    await Promise.allSettled([...listeners.map((listener) => closeWithin(listener, config.SHUTDOWN_TIMEOUT_MS, logger)), worker?.stop()]);
+    await Promise.allSettled([...listeners.map((listener) => closeWithin(listener, config.SHUTDOWN_TIMEOUT_MS, logger)), worker?.stop(), maintenance.stop()]);
     await db.close();
     logger.info('stopped');
     process.exit(0);

@@ -36,13 +36,44 @@ export interface SeedPlan extends WithEnv {
   sellerId: number;
   /** Seller users `<prefix><i>` with password `<prefix><i>-password`. */
   users?: { prefix: string; count: number };
+  /** More sellers connected to the marketplace, each with one seller user `seller-<id>` (scenario 11). */
+  otherSellers?: number[];
+  /** A marketplace user `<name>` of the marketplace, on seller `sellerId`'s account (scenario 11 creates a marketplace's webhook through the API). */
+  marketplaceUser?: string;
   /** Webhooks inserted by SQL (scenario 6 needs more than the per-tenant limit allows through the API). */
   webhooks?: { count: number; topic: string; urls: string[]; /** Owner (default: the seller). */ tenant?: { kind: 'seller' | 'marketplace'; id: string } };
 }
 
+export interface Credentials {
+  username: string;
+  password: string;
+}
+
 export interface Seeded {
   connectionId: number;
-  users: { username: string; password: string }[];
+  users: Credentials[];
+  /** The user of each of `otherSellers`, in the same order. */
+  otherSellerUsers: Credentials[];
+  marketplaceUser?: Credentials;
+}
+
+/**
+ * Active users of one seller with password `<username>-password`: seller users, or with
+ * `marketplaceCode` marketplace users (who belong to a seller account too).
+ */
+async function insertUsers(db: Database, usernames: string[], sellerId: number, marketplaceCode: string | null = null): Promise<Credentials[]> {
+  const role = marketplaceCode === null ? 'seller' : 'marketplace';
+  const users: Credentials[] = [];
+  for (let i = 0; i < usernames.length; i += 4) {
+    // argon2 runs on the libuv pool: a few at a time fills it.
+    const batch = usernames.slice(i, i + 4).map((username) => ({ username, password: `${username}-password` }));
+    const hashes = await Promise.all(batch.map((user) => hashPassword(user.password)));
+    for (const [k, user] of batch.entries()) {
+      await insertUser(db, { username: user.username, passwordHash: hashes[k]!, sellerId, role, marketplaceCode, active: true });
+      users.push(user);
+    }
+  }
+  return users;
 }
 
 async function seed(plan: SeedPlan): Promise<Seeded> {
@@ -50,20 +81,15 @@ async function seed(plan: SeedPlan): Promise<Seeded> {
     await insertMarketplace(db, plan.marketplace, `Bench ${plan.marketplace}`);
     await insertSeller(db, plan.sellerId, `Bench seller ${plan.sellerId}`);
     const connectionId = await insertConnection(db, plan.sellerId, plan.marketplace);
-    const users: Seeded['users'] = [];
-    const count = plan.users?.count ?? 0;
-    for (let i = 0; i < count; i += 4) {
-      // argon2 runs on the libuv pool: a few at a time fills it.
-      const batch = Array.from({ length: Math.min(4, count - i) }, (_, k) => {
-        const username = `${plan.users!.prefix}${i + k}`;
-        return { username, password: `${username}-password` };
-      });
-      const hashes = await Promise.all(batch.map((user) => hashPassword(user.password)));
-      for (const [k, user] of batch.entries()) {
-        await insertUser(db, { username: user.username, passwordHash: hashes[k]!, sellerId: plan.sellerId, role: 'seller', marketplaceCode: null, active: true });
-        users.push(user);
-      }
+    const usernames = Array.from({ length: plan.users?.count ?? 0 }, (_, i) => `${plan.users!.prefix}${i}`);
+    const users = await insertUsers(db, usernames, plan.sellerId);
+    const otherSellerUsers: Credentials[] = [];
+    for (const sellerId of plan.otherSellers ?? []) {
+      await insertSeller(db, sellerId, `Bench seller ${sellerId}`);
+      await insertConnection(db, sellerId, plan.marketplace);
+      otherSellerUsers.push(...(await insertUsers(db, [`seller-${sellerId}`], sellerId)));
     }
+    const marketplaceUser = plan.marketplaceUser ? (await insertUsers(db, [plan.marketplaceUser], plan.sellerId, plan.marketplace))[0] : undefined;
     if (plan.webhooks) {
       const keys = await loadKeys(loadConfig(plan.env));
       const secret = encryptSecret(keys.webhookSecretsKey, newWebhookSecret());
@@ -74,7 +100,7 @@ async function seed(plan: SeedPlan): Promise<Seeded> {
         [plan.webhooks.tenant?.id ?? String(plan.sellerId), plan.marketplace, plan.webhooks.topic, plan.webhooks.urls, secret, plan.webhooks.count, plan.webhooks.tenant?.kind ?? 'seller'],
       );
     }
-    return { connectionId, users };
+    return { connectionId, users, otherSellerUsers, marketplaceUser };
   });
 }
 

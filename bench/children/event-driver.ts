@@ -36,9 +36,13 @@ function failureOf(reference: string, answer: Accepted, expected: number): strin
 }
 
 serveRequests({
-  /** As fast as `concurrency` requests at a time allow; every event must be accepted with `expectDeliveries`. */
+  /**
+   * As fast as `concurrency` requests at a time allow; every event must be accepted with
+   * `expectDeliveries`. `startedAt` is the wall time of the first request (the receivers' clock).
+   */
   preload: async (job: Target & { prefix: string; count: number; concurrency: number; expectDeliveries: number }) => {
     const pool = new Pool(job.baseUrl, { connections: job.concurrency });
+    const startedAt = wallNow();
     const started = performance.now();
     let next = 0;
     const failures: string[] = [];
@@ -53,7 +57,7 @@ serveRequests({
     );
     await pool.close();
     if (failures.length > 0) throw new Error(`event intake failed: ${failures[0]}`);
-    return { elapsedMs: performance.now() - started };
+    return { elapsedMs: performance.now() - started, startedAt };
   },
 
   /**

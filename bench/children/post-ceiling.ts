@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Pool } from 'undici';
-import { signatureHeader } from '../../src/delivery/signature.js';
+import { signatureHeader } from '../../src/delivery/dispatch/signature.js';
 import { buildNotification } from '../../src/events/envelope.js';
 import type { EventBody } from '../../src/events/event-schema.js';
 import { serveRequests } from '../lib/ipc.js';

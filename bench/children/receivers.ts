@@ -4,9 +4,11 @@ import { serveRequests } from '../lib/ipc.js';
 import { wallNow } from '../lib/processes.js';
 
 /**
- * Local webhook receivers: plain node:http servers on 127.0.0.1 answering 200, or hanging without
- * an answer (scenario 7). They count what arrives (unique by the `webhook-id` header, so a retry
- * is not counted twice) and when, and can note the arrival time of each entity (scenario 5).
+ * Local webhook receivers: plain node:http servers on 127.0.0.1 answering 200 (at once, or after
+ * `answerAfterMs`: a slow receiver, scenario 11), or hanging without an answer (scenario 7). They
+ * count what arrives (unique by the `webhook-id` header, so a retry is not counted twice) and when,
+ * and can note the arrival time of each entity (scenario 5); arrival is when the request's body has
+ * been read, before any answer.
  */
 interface ReceiverStats {
   count: number;
@@ -26,6 +28,7 @@ const receivers: Receiver[] = [];
 const sockets = new Set<Socket>();
 let arrivals = new Map<string, number>();
 let trackEntities = false;
+let answerAfterMs = 0;
 
 function emptyStats(): ReceiverStats {
   return { count: 0, unique: 0, first: undefined, last: undefined };
@@ -57,7 +60,9 @@ function listen(hangs: boolean): Promise<number> {
         const entity = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { entity_id?: unknown }).entity_id;
         if (entity !== undefined && !arrivals.has(String(entity))) arrivals.set(String(entity), at);
       }
-      response.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+      const answer = () => response.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+      if (answerAfterMs > 0) setTimeout(answer, answerAfterMs);
+      else answer();
     });
   });
   receivers.push(receiver);
@@ -71,8 +76,9 @@ function listen(hangs: boolean): Promise<number> {
 
 serveRequests({
   /** Starts `count` receivers, the ones at the `hanging` positions never answering; returns their URLs. */
-  start: async (job: { count: number; hanging?: number[]; trackEntities?: boolean }) => {
+  start: async (job: { count: number; hanging?: number[]; trackEntities?: boolean; answerAfterMs?: number }) => {
     trackEntities = job.trackEntities ?? false;
+    answerAfterMs = job.answerAfterMs ?? 0;
     const urls: string[] = [];
     for (let i = 0; i < job.count; i++) urls.push(`http://127.0.0.1:${await listen(job.hanging?.includes(i) ?? false)}`);
     return urls;

@@ -30,7 +30,7 @@ export async function loginAll(baseUrl: string, users: { username: string; passw
   return pairs;
 }
 
-export async function createWebhook(baseUrl: string, token: string, marketplace: string, webhook: { code: string; topic: string; callback_url: string; headers?: Record<string, string> }): Promise<void> {
+export async function createWebhook(baseUrl: string, token: string, marketplace: string, webhook: { code: string; topic: string; callback_url: string; seller_id?: string; headers?: Record<string, string> }): Promise<void> {
   const answer = await call(baseUrl, 'POST', `/v1/${marketplace}/webhooks`, { name: `Bench ${webhook.code}`, ...webhook }, token);
   if (answer.status !== 201) throw new Error(`creating webhook ${webhook.code} failed: ${answer.status} ${answer.text.slice(0, 300)}`);
 }

@@ -26,7 +26,7 @@ export class Receivers {
     readonly urls: string[],
   ) {}
 
-  static async start(count: number, options: { hanging?: number[]; trackEntities?: boolean } = {}): Promise<Receivers> {
+  static async start(count: number, options: { hanging?: number[]; trackEntities?: boolean; answerAfterMs?: number } = {}): Promise<Receivers> {
     const helper = await Helper.start('receivers');
     const urls = await helper.request<string[]>('start', { count, ...options });
     return new Receivers(helper, urls);

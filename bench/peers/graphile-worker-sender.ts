@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Logger, makeWorkerUtils, run, runMigrations, type Runner, type Task } from 'graphile-worker';
 import { Pool } from 'undici';
-import { signatureHeader } from '../../src/delivery/signature.js';
+import { signatureHeader } from '../../src/delivery/dispatch/signature.js';
 import { buildNotification } from '../../src/events/envelope.js';
 import type { EventBody } from '../../src/events/event-schema.js';
 import { serveRequests } from '../lib/ipc.js';

@@ -14,7 +14,7 @@ import pino from 'pino';
 import type { Database, Queryable, QueryOptions } from '../../src/db/database.js';
 import { claimDueDeliveries, type ClaimRequest } from '../../src/delivery/queue/claim.js';
 import { recoverExpiredLeases } from '../../src/delivery/queue/recover-expired-leases.js';
-import { QueueVacuum } from '../../src/delivery/queue-vacuum.js';
+import { QueueVacuum } from '../../src/delivery/queue/vacuum.js';
 import { createTestDatabase } from '../../src/testing/test-database.js';
 
 interface Layout {

@@ -14,7 +14,7 @@
  */
 import type { Database } from '../../src/db/database.js';
 import { openPostgres } from '../../src/db/postgres.js';
-import { completeAttempts, type AttemptRecord } from '../../src/delivery/complete.js';
+import { completeAttempts, type AttemptRecord } from '../../src/delivery/queue/complete.js';
 import { createTestDatabase } from '../../src/testing/test-database.js';
 
 const DELIVERIES = 20_000;

@@ -136,7 +136,7 @@ export const deliveryThroughput: Scenario = {
 
       const ratio = run.perSecond / ceiling.perSecond;
       // One engine: the embedded server is PostgreSQL too, so one target.
-      const target = 0.25;
+      const target = 0.4;
       return [
         {
           scenario: `4 delivery throughput (${howMany(run)} in ${seconds(run.spanMs)})`,

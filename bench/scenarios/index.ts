@@ -5,9 +5,10 @@ import { fanOut } from './fan-out.js';
 import { tenantFairness } from './fairness.js';
 import { deliveryLatency } from './latency.js';
 import { memory } from './memory.js';
+import { sellerFairness } from './sellers.js';
 import { startUp } from './startup.js';
 
-export const SCENARIOS: Scenario[] = [authenticatedRead, loginThroughput, refreshThroughput, deliveryThroughput, deliveryLatency, fanOut, noisyNeighbour, memory, startUp, tenantFairness];
+export const SCENARIOS: Scenario[] = [authenticatedRead, loginThroughput, refreshThroughput, deliveryThroughput, deliveryLatency, fanOut, noisyNeighbour, memory, startUp, tenantFairness, sellerFairness];
 
 export const USAGE = `Usage: npm run bench -- [--smoke] [--db embedded|postgres] [--repeat n] [scenario …]
 

@@ -11,7 +11,7 @@ export interface AuthRetention {
 /**
  * Removes what no rule needs any more: refresh tokens expired for more than one lifetime, sessions
  * left without tokens, audit events older than the retention, and DPoP proofs past their window. In batches, so that a backlog
- * never holds long locks. Meant for the periodic maintenance of the worker or the CLI.
+ * never holds long locks. A maintenance job (src/maintenance-jobs.ts), run by every role.
  */
 export async function pruneAuthRecords(db: Queryable, now: Date, retention: AuthRetention): Promise<{ refreshTokens: number; sessions: number; events: number; dpopProofs: number }> {
   const tokenCutoff = new Date(now.getTime() - retention.refreshTokenTtlSeconds * 1000);

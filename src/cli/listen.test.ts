@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { ManualClock } from '../clock.js';
-import { notificationHeaders } from '../delivery/sender.js';
+import { notificationHeaders } from '../delivery/dispatch/sender.js';
 import { projectRoot } from '../paths.js';
 import { exited, untilOutput } from '../testing/child-process.js';
 import { newWebhookSecret, secretKeyBytes } from '../webhooks/secret-box.js';

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import { systemClock, type Clock } from '../clock.js';
-import { signatureMatches } from '../delivery/signature.js';
+import { signatureMatches } from '../delivery/dispatch/signature.js';
 import { secretKeyBytes } from '../webhooks/secret-box.js';
 import { UsageError } from './usage-error.js';
 import { listenNamed } from '../startup-errors.js';

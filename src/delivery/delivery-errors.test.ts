@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { accessTokenFor, bearer, seedUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { createDeliverer, deliverDue, type Deliverer } from './deliver.js';
+import { createDeliverer, deliverDue, type Deliverer } from './dispatch/deliver.js';
 import { attemptRows, databaseNow, deliveryRow, Receiver, seedDelivery, seedWebhook } from './delivery-test-kit.js';
-import { disableFailingWebhooks } from './webhook-health.js';
+import { disableFailingWebhooks } from './queue/webhook-health.js';
 
 /** What a tenant reads about failures: last_error for a status, disabled_reason as a code, updated_at moving (issue 13, item 13). */
 describe('delivery errors and automatic disables as the API shows them', () => {

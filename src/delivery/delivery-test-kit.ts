@@ -6,7 +6,7 @@ import type { Queryable } from '../db/database.js';
 import type { Keys } from '../keys.js';
 import { seedMarketplace } from '../testing/fixtures.js';
 import { encryptSecret, newWebhookSecret } from '../webhooks/secret-box.js';
-import { clockOffsetMs, dbNow } from './database-clock.js';
+import { clockOffsetMs, dbNow } from '../db/database-clock.js';
 
 /** Test helpers of the delivery tests: a real HTTP receiver and rows inserted with SQL. */
 

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { completeAttempts } from './complete.js';
-import { clockOffsetMs } from './database-clock.js';
-import { claim, createDeliverer, deliverDue, type Deliverer } from './deliver.js';
+import { completeAttempts } from './queue/complete.js';
+import { clockOffsetMs } from '../db/database-clock.js';
+import { claim, createDeliverer, deliverDue, type Deliverer } from './dispatch/deliver.js';
 import { attemptRows, deliveryRow, Receiver, seedDelivery, seedWebhook } from './delivery-test-kit.js';
 import { pruneExpired } from './maintenance.js';
-import { disableFailingWebhooks } from './webhook-health.js';
+import { disableFailingWebhooks } from './queue/webhook-health.js';
 
 describe('delivery maintenance and edge cases', () => {
   let ctx: TestContext;

@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { buildApp, type App } from '../app.js';
 import { buildOperationsApp, type OperationsListener } from '../operations/operations-listener.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { createDeliverer, deliverDue } from './deliver.js';
+import { createDeliverer, deliverDue } from './dispatch/deliver.js';
 import { Receiver, seedDelivery, seedWebhook } from './delivery-test-kit.js';
 import { createMetrics } from './metrics.js';
 

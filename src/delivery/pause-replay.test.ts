@@ -4,7 +4,7 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import pino from 'pino';
 import { deliveriesOf, postEvent, sampleEvent, seedWorld, type World } from '../events/test-support.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { createDeliverer, deliverDue, type Deliverer } from './deliver.js';
+import { createDeliverer, deliverDue, type Deliverer } from './dispatch/deliver.js';
 import { databaseNow, Receiver } from './delivery-test-kit.js';
 import { DELIVERY_CHANNEL } from './deliveries.repository.js';
 import { pruneExpired } from './maintenance.js';

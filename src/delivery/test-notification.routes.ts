@@ -12,10 +12,10 @@ import { problemResponses } from '../http/openapi.js';
 import { takeTenantLimit } from '../http/tenant-rate-limit.js';
 import { parseNetworks } from '../net/address-policy.js';
 import { loadWebhookForPrincipal } from '../webhooks/webhook-access.js';
-import { attemptError, signingKeys } from './deliver.js';
+import { attemptError, signingKeys } from './dispatch/deliver.js';
 import { WebhookParams } from '../http/path-params.js';
-import { sendNotification } from './sender.js';
-import { createGuardedAgent } from './ssrf-guard.js';
+import { sendNotification } from './dispatch/sender.js';
+import { createGuardedAgent } from './dispatch/ssrf-guard.js';
 import { apiActor, recordWebhookHistory, type WebhookActor } from '../webhooks/webhook-history.js';
 
 

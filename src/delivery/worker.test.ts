@@ -4,11 +4,11 @@ import { Webhook } from 'standardwebhooks';
 import { systemClock } from '../clock.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { encryptSecret, newWebhookSecret } from '../webhooks/secret-box.js';
-import { completeAttempts } from './complete.js';
-import { clockOffsetMs } from './database-clock.js';
-import { claim, createDeliverer, deliverDue, type Deliverer } from './deliver.js';
+import { completeAttempts } from './queue/complete.js';
+import { clockOffsetMs } from '../db/database-clock.js';
+import { claim, createDeliverer, deliverDue, type Deliverer } from './dispatch/deliver.js';
 import { attemptRows, databaseNow, deliveryRow, Receiver, seedDelivery, seedWebhook } from './delivery-test-kit.js';
-import { USER_AGENT } from './sender.js';
+import { USER_AGENT } from './dispatch/sender.js';
 
 describe('delivery worker: sending, signing, retries', () => {
   let ctx: TestContext;

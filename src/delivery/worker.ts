@@ -6,16 +6,11 @@ import type { Database } from '../db/database.js';
 import type { Keys } from '../keys.js';
 import { releaseClaims } from './queue/release-claims.js';
 import type { ClaimedDelivery } from './queue/take-rows.js';
-import { clockOffsetMs, dbNow } from './database-clock.js';
+import { clockOffsetMs, dbNow } from '../db/database-clock.js';
 import { DELIVERY_CHANNEL } from './deliveries.repository.js';
-import { claim, createDeliverer, deliverClaimed, type Deliverer } from './deliver.js';
-import { pruneAuthRecords } from '../auth/auth-maintenance.js';
-import { pruneExpired } from './maintenance.js';
-import { pruneWebhookHistory } from '../webhooks/webhook-history.repository.js';
-import { pruneExpiredPortalRecords } from '../portal/portal-links.repository.js';
+import { claim, createDeliverer, deliverClaimed, type Deliverer } from './dispatch/deliver.js';
 import type { Metrics } from './metrics.js';
-import { disableFailingWebhooks } from './webhook-health.js';
-import { QueueVacuum } from './queue-vacuum.js';
+import { QueueVacuum } from './queue/vacuum.js';
 
 export interface WorkerDeps {
   config: Config;
@@ -32,8 +27,6 @@ export interface DeliveryWorker {
   /** Finishes in-flight sends (bounded by SHUTDOWN_TIMEOUT_MS) and releases the remaining claims. */
   stop(): Promise<void>;
 }
-
-const MAINTENANCE_INTERVAL_MS = 15 * 60_000;
 
 /**
  * While sends are in flight each of them wakes the worker when it ends, and every wake claims what
@@ -77,8 +70,6 @@ class WorkerLoop {
   private pollTimer: NodeJS.Timeout | undefined;
   private dueTimer: NodeJS.Timeout | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
-  private maintenanceTimer: NodeJS.Timeout | undefined;
-  private maintenance: Promise<void> | undefined;
   private unlisten: (() => Promise<void>) | undefined;
 
   constructor(
@@ -102,9 +93,6 @@ class WorkerLoop {
       logger.warn({ err: error }, 'LISTEN failed; the worker relies on polling');
     }
     this.pollTimer = setInterval(() => this.wake(), config.DELIVERY_POLL_INTERVAL_MS);
-    this.maintenanceTimer = setInterval(() => void this.startMaintenance(), MAINTENANCE_INTERVAL_MS);
-    this.maintenanceTimer.unref();
-    void this.startMaintenance();
     logger.info({ workerId: this.deliverer.workerId }, 'delivery worker started');
     this.wake();
   }
@@ -204,42 +192,14 @@ class WorkerLoop {
     if (wait < config.DELIVERY_POLL_INTERVAL_MS) this.dueTimer = setTimeout(() => this.wake(), Math.max(Number(wait), 0) + 5);
   }
 
-  /** One pass at a time; stop() waits for it, so that it never uses the pool after the pool ended. */
-  private startMaintenance(): Promise<void> {
-    if (this.stopping) return Promise.resolve();
-    return (this.maintenance ??= this.maintain().finally(() => (this.maintenance = undefined)));
-  }
-
-  private async maintain(): Promise<void> {
-    const { db, clock, config, logger } = this.deps;
-    try {
-      const disabledWebhooks = await disableFailingWebhooks(db, clock.now(), config.DELIVERY_DISABLE_AFTER_DAYS);
-      for (const webhook of disabledWebhooks) logger.warn({ webhookId: webhook.id, marketplaceCode: webhook.marketplace_code, code: webhook.code }, 'webhook disabled: deliveries kept failing');
-      const disabled = disabledWebhooks.length;
-      const pruned = await pruneExpired(db, clock.now(), config.DELIVERY_RETENTION_DAYS);
-      const prunedAuth = await pruneAuthRecords(db, clock.now(), {
-        refreshTokenTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS,
-        auditRetentionDays: config.AUTH_AUDIT_RETENTION_DAYS,
-      });
-      const prunedPortal = await pruneExpiredPortalRecords(db, clock.now());
-      // Webhook history is audit too: the same retention (a deleted webhook's is read by admins until then).
-      const prunedHistory = await pruneWebhookHistory(db, clock.now(), config.AUTH_AUDIT_RETENTION_DAYS);
-      logger.info({ disabled, pruned, prunedAuth, prunedPortal, prunedHistory }, 'maintenance done');
-    } catch (error) {
-      logger.warn({ err: error }, 'delivery maintenance failed');
-    }
-  }
-
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
     const { db, clock, config, logger } = this.deps;
     clearInterval(this.pollTimer);
-    clearInterval(this.maintenanceTimer);
     clearTimeout(this.dueTimer);
     clearTimeout(this.retryTimer);
     await this.unlisten?.().catch(() => {});
-    await this.maintenance;
     // Let a claim round in progress finish so that its claims are counted below.
     while (this.claiming) await new Promise((resolve) => setTimeout(resolve, 10));
 

@@ -3,7 +3,7 @@ import type { Principal } from '../auth/access-tokens.js';
 import { refuseIfUserGone } from '../auth/authenticate.js';
 import type { Clock } from '../clock.js';
 import type { Database } from '../db/database.js';
-import { clockOffsetMs } from '../delivery/database-clock.js';
+import { clockOffsetMs } from '../db/database-clock.js';
 import { notifyDeliveryWorkers } from '../delivery/deliveries.repository.js';
 import { AppError } from '../http/errors.js';
 import type { TenantRateLimits } from '../http/tenant-rate-limit.js';

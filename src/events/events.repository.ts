@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/database.js';
-import { dbNow } from '../delivery/database-clock.js';
+import { dbNow } from '../db/database-clock.js';
 
 export interface NewEvent {
   eventId: string;
@@ -53,7 +53,7 @@ export interface FanOut {
   entityKey: string;
   topics: string[];
   now: Date;
-  /** Due at once by the database's clock (see delivery/database-clock.ts). */
+  /** Due at once by the database's clock (see db/database-clock.ts). */
   clockOffsetMs: number;
 }
 

@@ -1,7 +1,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, type Registry } from 'prom-client';
 import type { FeatureDeps } from '../deps.js';
-import { startQueueGauges, type QueueGauges } from '../delivery/queue-gauges.js';
+import { startQueueGauges, type QueueGauges } from '../delivery/queue/gauges.js';
 import { healthRoutes } from '../http/health.routes.js';
 import { ProblemSchema } from '../http/openapi.js';
 import { registerCompression } from '../http/compression.js';

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { writeBackup } from '../backup/backup.js';
 import { loadConfig } from '../config.js';
 import { Receiver, seedDelivery, seedWebhook } from '../delivery/delivery-test-kit.js';
-import { createDeliverer, deliverDue } from '../delivery/deliver.js';
+import { createDeliverer, deliverDue } from '../delivery/dispatch/deliver.js';
 import { derivedKeys, loadKeys } from '../keys.js';
 import { newSecretsKey } from '../keys/secrets-key.js';
 import { rotateSecretsKey } from '../keys/rotate-secrets-key.js';

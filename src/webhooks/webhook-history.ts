@@ -3,7 +3,7 @@ import type { Actor as AdminActor } from '../admin/admin-audit.repository.js';
 import type { Principal } from '../auth/access-tokens.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { Queryable } from '../db/database.js';
-import { clockOffsetMs } from '../delivery/database-clock.js';
+import { clockOffsetMs } from '../db/database-clock.js';
 import type { WebhookRow } from './webhook-access.js';
 
 /**
@@ -161,7 +161,7 @@ type Owner = Pick<WebhookRow, 'id' | 'tenant_kind' | 'tenant_id' | 'marketplace_
 /**
  * Writes one history row, inside the caller's transaction. Its time is the database's clock, so
  * that the rows of API processes on several hosts are in order; `clock` only moves it by an
- * injected test clock's offset (0 in production: src/delivery/database-clock.ts). The actor's name
+ * injected test clock's offset (0 in production: src/db/database-clock.ts). The actor's name
  * is copied from users or api_keys now: the row keeps it after the user or key is gone.
  */
 export async function recordWebhookHistory(tx: Queryable, webhook: Owner, actor: WebhookActor, entry: HistoryEntry, clock: Clock = systemClock): Promise<void> {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { notificationHeaders } from '../delivery/sender.js';
+import { notificationHeaders } from '../delivery/dispatch/sender.js';
 import { parseNetworks } from '../net/address-policy.js';
 import { checkCallbackUrl, checkCode, checkHeaders, checkName, normalizeSellerId, normalizeTopic } from './webhook-validators.js';
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { gunzipSync } from 'node:zlib';
-import { signatureMatches } from '../../src/delivery/signature.js';
+import { signatureMatches } from '../../src/delivery/dispatch/signature.js';
 import { OTHER_STRONG_PASSWORD, STRONG_PASSWORD } from '../../src/testing/fixtures.js';
 import { secretKeyBytes } from '../../src/webhooks/secret-box.js';
 import { call, createWebhook, login, orderEvent, report, sendEvent } from '../support/plaza-api.js';

@@ -1,6 +1,6 @@
 import type { Queryable } from '../../db/database.js';
 import type { TimeIdPosition } from '../../http/cursor.js';
-import { dbNow } from '../database-clock.js';
+import { dbNow } from '../../db/database-clock.js';
 import type { DeliveryStatus } from '../deliveries.repository.js';
 import { deliveryConditions, type DeliveryMatch } from './delivery-filter.js';
 
@@ -30,7 +30,7 @@ export interface DeliveryAttempt {
 }
 
 // next_attempt_at means nothing once a delivery is finished: shown as null then.
-// blocked_by follows the claim's per-entity rule (claim.ts): a delivery is not taken while an
+// blocked_by follows the claim's per-entity rule (queue/take-rows.ts): a delivery is not taken while an
 // earlier one (smaller id) of its webhook and entity is unfinished, and the earliest of those goes
 // first. Only a pending delivery waits (a delivering one is being sent, a finished or held one is
 // not in the queue). The subquery is one probe of deliveries_unfinished_entity (entity_key,

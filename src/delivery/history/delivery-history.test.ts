@@ -44,7 +44,7 @@ describe('delivery history: per-entity waiting (blocked_by) and the one cursor',
     }
     return (await deliveriesOf(ctx.db, hook.id)).map((row) => Number(row.id));
   };
-  // What the worker does to a delivery (complete.ts): each status change moves the row between partitions.
+  // What the worker does to a delivery (queue/complete.ts): each status change moves the row between partitions.
   const setStatus = (id: number, status: 'delivering' | 'succeeded' | 'failed' | 'held') =>
     ctx.db.query(`UPDATE deliveries SET status = $2, completed_at = CASE WHEN $2 IN ('succeeded', 'failed') THEN now() END WHERE id = $1`, [id, status]);
   const blockedInList = async () => {

@@ -3,7 +3,7 @@ import { AppError } from '../../http/errors.js';
 import { notifyDeliveryWorkers } from '../deliveries.repository.js';
 import { requeueDelivery, type RetryOutcome } from './delivery-history.repository.js';
 import type { Clock } from '../../clock.js';
-import { clockOffsetMs, dbNow } from '../database-clock.js';
+import { clockOffsetMs, dbNow } from '../../db/database-clock.js';
 import { deliveryConditions, type DeliveryMatch } from './delivery-filter.js';
 import type { WebhookRow } from '../../webhooks/webhook-access.js';
 import { recordWebhookHistory, type WebhookActor } from '../../webhooks/webhook-history.js';

@@ -36,7 +36,11 @@ export interface ClaimPosition {
 
 export interface Claim {
   deliveries: ClaimedDelivery[];
-  /** Due work may be left that this claim did not look at or could not lock: claim again soon. */
+  /**
+   * Claim again soon: a lane this claim needed was held by another (free again in milliseconds), or
+   * it took rows and stopped before looking at every webhook. Not when it took nothing from the
+   * webhooks it looked at (all at their limits): the end of a send wakes the worker anyway.
+   */
   more: boolean;
 }
 
@@ -64,7 +68,7 @@ export async function claimDueDeliveries(db: Database, request: ClaimRequest): P
     await tx.exec(`SET LOCAL synchronous_commit = off; SET LOCAL enable_bitmapscan = off`);
     const lanes = await lockDueWebhooks(tx, { clockOffsetMs, cursor: position.webhookCursor, scan: request.scanWebhooks, limit: request.free });
     position.webhookCursor = lanes.nextCursor;
-    if (lanes.webhookIds.length === 0) return { deliveries: [], more: lanes.more };
+    if (lanes.webhookIds.length === 0) return { deliveries: [], more: lanes.contended };
 
     const after = lanes.webhookIds.map((id) => position.streamCursors.get(id) ?? null);
     const read = await readDueStreams(tx, { clockOffsetMs, webhookIds: lanes.webhookIds, after, perWebhookLimit: request.perWebhookLimit });
@@ -79,9 +83,9 @@ export async function claimDueDeliveries(db: Database, request: ClaimRequest): P
     });
     if (last !== undefined) position.lastTenant = last;
     moveStreamCursors(position, read, quotas);
-    if (quotas.length === 0) return { deliveries: [], more: lanes.more };
+    if (quotas.length === 0) return { deliveries: [], more: lanes.contended };
     const deliveries = await takeRows(tx, { clockOffsetMs, workerId: request.workerId, leaseSeconds: request.leaseSeconds, quotas });
-    return { deliveries, more: lanes.more };
+    return { deliveries, more: lanes.contended || (lanes.unvisited && deliveries.length > 0) };
   });
 }
 
@@ -121,18 +125,19 @@ function dueWork(read: DueStreams, request: ClaimRequest): { webhooks: DueWebhoo
 
 /**
  * Per webhook, where the next claim's scan of its streams starts: after the last stream given a
- * slot when a due stream was left without one, else after the last stream visited when the scan
- * stopped at STREAMS_PER_CLAIM, else from the first stream again.
+ * slot when a due stream was left without one; else after the last stream visited when the scan
+ * stopped at STREAMS_PER_CLAIM; else (every stream visited) anywhere: the cursor is forgotten.
+ * Unchanged when the webhook got no slot (it is at its limit).
  */
 function moveStreamCursors(position: ClaimPosition, read: DueStreams, quotas: readonly { webhookId: number; key: string }[]): void {
   if (position.streamCursors.size >= MAX_STREAM_CURSORS) position.streamCursors.clear();
   for (const webhookId of new Set(read.streams.map((stream) => stream.webhook_id))) {
     const streams = read.streams.filter((stream) => stream.webhook_id === webhookId);
     const given = new Set(quotas.filter((quota) => quota.webhookId === webhookId).map((quota) => quota.key));
-    if (given.size === 0) continue; // nothing served (the webhook is at its limit): the same streams come first next time
-    const lastGiven = streams.findLast((stream) => given.has(stream.key));
+    if (given.size === 0) continue;
+    const lastGiven = streams.findLast((stream) => given.has(stream.key))!;
     const left = streams.some((stream) => stream.due > 0 && !given.has(stream.key));
-    const cursor = left && lastGiven ? lastGiven.key : streams.length === STREAMS_PER_CLAIM ? streams.at(-1)!.key : undefined;
+    const cursor = left ? lastGiven.key : streams.length === STREAMS_PER_CLAIM ? streams.at(-1)!.key : undefined;
     if (cursor === undefined) position.streamCursors.delete(webhookId);
     else position.streamCursors.set(webhookId, cursor);
   }

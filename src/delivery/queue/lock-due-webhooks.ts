@@ -1,5 +1,5 @@
 import type { Queryable } from '../../db/database.js';
-import { dbNow } from '../database-clock.js';
+import { dbNow } from '../../db/database-clock.js';
 
 /**
  * The lanes: every webhook belongs to one, `webhook_id % LANES`, and a claim holds the lanes of the
@@ -21,8 +21,10 @@ export interface LockedWebhooks {
   webhookIds: number[];
   /** Where the next claim's scan starts: after this webhook id. */
   nextCursor: number;
-  /** Webhooks with due work may be left: their lane was held by another claim, or the scan did not visit them. */
-  more: boolean;
+  /** A webhook with due work was skipped: another claim held its lane. */
+  contended: boolean;
+  /** Webhooks with due work may be left that the scan did not reach (it stopped at its budget or at the limit). */
+  unvisited: boolean;
 }
 
 /**
@@ -78,6 +80,6 @@ export async function lockDueWebhooks(db: Queryable, options: { clockOffsetMs: n
   // Stopped at the limit: continue after the last webhook locked; at the scan's budget: after the
   // last visited; else every webhook was visited, and the next scan may start anywhere.
   const nextCursor = webhookIds.length === options.limit ? webhookIds.at(-1)! : visited === options.scan ? Number(last) : options.cursor;
-  // More may be due: webhooks this claim could not lock, or did not visit.
-  return { webhookIds, nextCursor, more: webhookIds.length < due || visited === options.scan };
+  const contended = webhookIds.length < Math.min(due, options.limit);
+  return { webhookIds, nextCursor, contended, unvisited: webhookIds.length === options.limit || visited === options.scan };
 }

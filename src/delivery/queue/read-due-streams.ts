@@ -1,5 +1,5 @@
 import type { Queryable } from '../../db/database.js';
-import { dbNow } from '../database-clock.js';
+import { dbNow } from '../../db/database-clock.js';
 
 /**
  * A delivery's stream inside its webhook: its seller, the middle part of its entity key
@@ -44,10 +44,11 @@ export interface DueStreams {
 /**
  * One statement, sent once the claim holds the webhooks' lanes, so that it sees every lease the
  * previous claim of those lanes committed: per locked webhook, its owner (if active) and up to
- * STREAMS_PER_CLAIM streams with waiting rows after the webhook's cursor (null: from the first; a skip scan of
- * deliveries_pending_stream_due, one probe per stream), each with its due rows counted up to
- * `perWebhookLimit`; and the live leases of all workers, per webhook, tenant and worker, and per
- * stream on the locked webhooks.
+ * STREAMS_PER_CLAIM streams with waiting rows, after the webhook's cursor and then from the first
+ * one up to it (null: from the first; a skip scan of deliveries_pending_stream_due, one probe per
+ * stream; without the second part, a cursor past a webhook's last stream left it unserved for
+ * good), each with its due rows counted up to `perWebhookLimit`; and the live leases of all
+ * workers, per webhook, tenant and worker, and per stream on the locked webhooks.
  */
 export async function readDueStreams(
   db: Queryable,
@@ -58,23 +59,34 @@ export async function readDueStreams(
        SELECT * FROM unnest($2::bigint[], $3::text[]) AS l(webhook_id, after)
      ),
      streams AS (
-       SELECT l.webhook_id, s.key,
+       SELECT l.webhook_id, s.key, s.depth,
               (SELECT count(*)::int FROM (
                  SELECT 1 FROM deliveries_queue d
                   WHERE d.webhook_id = l.webhook_id AND ${STREAM} = s.key AND d.status = 'pending' AND d.next_attempt_at <= ${dbNow(1)}
                   LIMIT $4) x) AS due
          FROM locked l
         CROSS JOIN LATERAL (
-          WITH RECURSIVE keys(key, depth) AS (
+          WITH RECURSIVE after_cursor(key, depth) AS (
             (SELECT ${STREAM}, 1 FROM deliveries_queue d
               WHERE d.webhook_id = l.webhook_id AND d.status = 'pending' AND (l.after IS NULL OR ${STREAM} > l.after) ORDER BY ${STREAM} LIMIT 1)
             UNION ALL
             SELECT (SELECT ${STREAM} FROM deliveries_queue d
                      WHERE d.webhook_id = l.webhook_id AND d.status = 'pending' AND ${STREAM} > k.key ORDER BY ${STREAM} LIMIT 1),
                    k.depth + 1
-              FROM keys k WHERE k.key IS NOT NULL AND k.depth < ${STREAMS_PER_CLAIM}
+              FROM after_cursor k WHERE k.key IS NOT NULL AND k.depth < ${STREAMS_PER_CLAIM}
+          ),
+          up_to_cursor(key, depth) AS (
+            (SELECT ${STREAM}, (SELECT count(key)::int FROM after_cursor) + 1 FROM deliveries_queue d
+              WHERE d.webhook_id = l.webhook_id AND d.status = 'pending' AND ${STREAM} <= l.after ORDER BY ${STREAM} LIMIT 1)
+            UNION ALL
+            SELECT (SELECT ${STREAM} FROM deliveries_queue d
+                     WHERE d.webhook_id = l.webhook_id AND d.status = 'pending' AND ${STREAM} > k.key AND ${STREAM} <= l.after ORDER BY ${STREAM} LIMIT 1),
+                   k.depth + 1
+              FROM up_to_cursor k WHERE k.key IS NOT NULL AND k.depth < ${STREAMS_PER_CLAIM}
           )
-          SELECT key FROM keys WHERE key IS NOT NULL
+          SELECT key, depth FROM after_cursor WHERE key IS NOT NULL
+          UNION ALL
+          SELECT key, depth FROM up_to_cursor WHERE key IS NOT NULL AND depth <= ${STREAMS_PER_CLAIM}
         ) s
      ),
      leases AS (
@@ -86,7 +98,7 @@ export async function readDueStreams(
      )
      SELECT (SELECT coalesce(json_agg(json_build_object('webhook_id', h.id, 'tenant', h.tenant_kind || ':' || h.tenant_id) ORDER BY h.id), '[]')
                FROM webhooks h WHERE h.id = ANY($2::bigint[]) AND h.active) AS webhooks,
-            (SELECT coalesce(json_agg(s ORDER BY s.webhook_id, s.key), '[]') FROM streams s) AS streams,
+            (SELECT coalesce(json_agg(json_build_object('webhook_id', s.webhook_id, 'key', s.key, 'due', s.due) ORDER BY s.webhook_id, s.depth), '[]') FROM streams s) AS streams,
             (SELECT coalesce(json_agg(l), '[]') FROM leases l) AS leases`,
     [options.clockOffsetMs, options.webhookIds, options.after, options.perWebhookLimit],
   );

@@ -1,5 +1,5 @@
 import type { Queryable } from '../../db/database.js';
-import { dbNow } from '../database-clock.js';
+import { dbNow } from '../../db/database-clock.js';
 
 /**
  * One statement: gives this worker's claims back, due again at once for any worker: all of them

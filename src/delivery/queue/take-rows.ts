@@ -1,5 +1,5 @@
 import type { Queryable } from '../../db/database.js';
-import { dbNow } from '../database-clock.js';
+import { dbNow } from '../../db/database-clock.js';
 import type { Quota } from './fair-share.js';
 import { STREAM } from './read-due-streams.js';
 

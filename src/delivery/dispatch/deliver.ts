@@ -2,26 +2,26 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Agent } from 'undici';
-import type { Clock } from '../clock.js';
-import type { Config } from '../config.js';
-import type { Database } from '../db/database.js';
-import type { Keys } from '../keys.js';
-import { parseNetworks } from '../net/address-policy.js';
-import { decryptSecret, secretKeyBytes } from '../webhooks/secret-box.js';
-import { openHeaders } from '../webhooks/header-box.js';
-import { claimDueDeliveries, type Claim, type ClaimPosition } from './queue/claim.js';
-import { recoverExpiredLeases } from './queue/recover-expired-leases.js';
-import type { ClaimedDelivery } from './queue/take-rows.js';
-import type { AttemptOutcome } from './complete.js';
+import type { Clock } from '../../clock.js';
+import type { Config } from '../../config.js';
+import type { Database } from '../../db/database.js';
+import type { Keys } from '../../keys.js';
+import { parseNetworks } from '../../net/address-policy.js';
+import { decryptSecret, secretKeyBytes } from '../../webhooks/secret-box.js';
+import { openHeaders } from '../../webhooks/header-box.js';
+import { claimDueDeliveries, type Claim, type ClaimPosition } from '../queue/claim.js';
+import { recoverExpiredLeases } from '../queue/recover-expired-leases.js';
+import type { ClaimedDelivery } from '../queue/take-rows.js';
+import type { AttemptOutcome } from '../queue/complete.js';
 import { CompletionBatcher } from './completion-batcher.js';
-import { clockOffsetMs } from './database-clock.js';
-import type { Metrics } from './metrics.js';
+import { clockOffsetMs } from '../../db/database-clock.js';
+import type { Metrics } from '../metrics.js';
 import { nextRetryDelay, parseRetryAfter, parseRetrySchedule } from './retry-schedule.js';
 import { sendNotification, type SendResult } from './sender.js';
 import { createGuardedAgent, type Resolve } from './ssrf-guard.js';
 import { DestinationAddresses } from './destination-addresses.js';
-import { createSendBudgets, type SendBudgets } from './host-budget.js';
-import { postponeClaim } from './queue/postpone-claim.js';
+import { createSendBudgets, type SendBudgets } from './send-budgets.js';
+import { postponeClaim } from '../queue/postpone-claim.js';
 import { recordedHeaders } from './sent-headers.js';
 
 export interface DelivererDeps {
@@ -43,7 +43,7 @@ export interface Deliverer {
   readonly workerId: string;
   readonly agent: Agent;
   readonly schedule: number[];
-  /** Bytes per destination address and per tenant (host-budget.ts); undefined when both are turned off. */
+  /** Bytes per destination address and per tenant (send-budgets.ts); undefined when both are turned off. */
   readonly sendBudgets: SendBudgets | undefined;
   readonly completions: CompletionBatcher;
   /** Where the round-robin over tenants, and the scan over webhooks, resume at the next claim. */

@@ -1,8 +1,8 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { Counter, Gauge } from 'prom-client';
-import type { Clock } from '../clock.js';
-import type { Queryable } from '../db/database.js';
-import type { Metrics } from './metrics.js';
+import type { Clock } from '../../clock.js';
+import type { Queryable } from '../../db/database.js';
+import type { Metrics } from '../metrics.js';
 
 interface QueueDepth {
   due: number;

@@ -1,5 +1,5 @@
-import type { Database, Queryable } from '../db/database.js';
-import { dbNow } from './database-clock.js';
+import type { Database, Queryable } from '../../db/database.js';
+import { dbNow } from '../../db/database-clock.js';
 import { disableGoneWebhook, noteWebhookFailure } from './webhook-health.js';
 
 export type AttemptOutcome =

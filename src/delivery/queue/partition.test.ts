@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
-import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { claim, createDeliverer, deliverDue, type Deliverer } from './deliver.js';
-import { attemptRows, Receiver, seedDelivery, seedWebhook } from './delivery-test-kit.js';
-import { QueueVacuum } from './queue-vacuum.js';
+import { createTestApp, type TestContext } from '../../testing/test-app.js';
+import { claim, createDeliverer, deliverDue, type Deliverer } from '../dispatch/deliver.js';
+import { attemptRows, Receiver, seedDelivery, seedWebhook } from '../delivery-test-kit.js';
+import { QueueVacuum } from './vacuum.js';
 
 /** Migration 011: deliveries split by status into the queue and the rest; what the split must keep. */
 describe('the delivery queue partition', () => {

@@ -1,5 +1,5 @@
-import type { Config } from '../config.js';
-import { TokenBuckets } from '../http/token-buckets.js';
+import type { Config } from '../../config.js';
+import { TokenBuckets } from '../../http/token-buckets.js';
 import type { DestinationAddresses } from './destination-addresses.js';
 
 /**

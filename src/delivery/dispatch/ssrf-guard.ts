@@ -1,7 +1,7 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { Agent, buildConnector } from 'undici';
-import { addressRange, allowedLocalhostAddresses, isAddressAllowed, isLocalhostName, LOCALHOST_ADDRESSES, type Network } from '../net/address-policy.js';
+import { addressRange, allowedLocalhostAddresses, isAddressAllowed, isLocalhostName, LOCALHOST_ADDRESSES, type Network } from '../../net/address-policy.js';
 
 /** A callback host resolved to an address Plaza must not reach (loopback, private, metadata, …). */
 export class BlockedAddressError extends Error {

@@ -1,6 +1,6 @@
-import type { Queryable } from '../db/database.js';
-import type { DisabledReason } from '../webhooks/disabled-reasons.js';
-import { dbNow } from './database-clock.js';
+import type { Queryable } from '../../db/database.js';
+import type { DisabledReason } from '../../webhooks/disabled-reasons.js';
+import { dbNow } from '../../db/database-clock.js';
 
 const GONE: DisabledReason = 'receiver_gone';
 const FAILING: DisabledReason = 'failing_too_long';

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import pino from 'pino';
-import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { claim, createDeliverer } from './deliver.js';
+import { createTestApp, type TestContext } from '../../testing/test-app.js';
+import { claim, createDeliverer } from '../dispatch/deliver.js';
 import { completeAttempts } from './complete.js';
-import { clockOffsetMs } from './database-clock.js';
-import { Receiver, seedDelivery, seedWebhook } from './delivery-test-kit.js';
-import { startDeliveryWorker } from './worker.js';
+import { clockOffsetMs } from '../../db/database-clock.js';
+import { Receiver, seedDelivery, seedWebhook } from '../delivery-test-kit.js';
+import { startDeliveryWorker } from '../worker.js';
 
 const logger = pino({ level: 'silent' });
 
@@ -202,6 +202,30 @@ describe('fair claiming between tenants and workers', () => {
       );
       assert.equal(recorded.recorded.size, 1);
       assert.deepEqual((await claim(worker, 20)).deliveries.map((delivery) => delivery.id), [b.id]);
+    } finally {
+      await worker.close();
+    }
+  });
+
+  test("a shared webhook's seller cursor wraps around: a seller before it is served, never left waiting", async () => {
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: healthy.url(), tenantKind: 'marketplace', tenantId: 'mkt' });
+    for (let n = 0; n < 12; n++) await seedDelivery(ctx.db, webhook, { now: ctx.clock.now(), entityKey: `mkt:1:${n}` });
+    const worker = createDeliverer({ ...ctx, workerId: 'w1' });
+    const succeeded = async (deliveries: { id: number }[]) =>
+      completeAttempts(
+        ctx.db,
+        deliveries.map((delivery) => ({ deliveryId: delivery.id, webhookId: webhook.id, startedAt: ctx.clock.now(), durationMs: 1, statusCode: 200, error: null, responseBody: null, outcome: { kind: 'succeeded' as const } })),
+        { workerId: 'w1', clockOffsetMs: clockOffsetMs(ctx.clock), disableAfterDays: 5 },
+      );
+    try {
+      const first = (await claim(worker, 9)).deliveries;
+      assert.equal(first.length, 9);
+      await seedDelivery(ctx.db, webhook, { now: ctx.clock.now(), entityKey: 'mkt:2:1' });
+      // The webhook's last free slot goes to seller 2, while seller 1 still has 3 due: the cursor is after seller 2.
+      assert.deepEqual((await claim(worker, 10)).deliveries.length, 1);
+      await succeeded(first);
+      // The next claim scans past seller 2, wraps around and serves seller 1's 3.
+      assert.equal((await claim(worker, 10)).deliveries.length, 3);
     } finally {
       await worker.close();
     }

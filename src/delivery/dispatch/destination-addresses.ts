@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import type { Network } from '../net/address-policy.js';
+import type { Network } from '../../net/address-policy.js';
 import { vetHost, type Resolve } from './ssrf-guard.js';
 
 /** Most host names remembered; the map is emptied when full (a forgotten name is resolved again). */
@@ -12,7 +12,7 @@ export function canonicalAddress(address: string): string {
 }
 
 /**
- * The address a callback host is sent to, for the send budget per destination (host-budget.ts): the
+ * The address a callback host is sent to, for the send budget per destination (send-budgets.ts): the
  * address the SSRF guard last connected to for that name (ssrf-guard.ts tells every connection it
  * vets), or, before a first connection, the one the guard would choose. Keyed by the address rather
  * than the name, `localhost`, `127.1`, `[::ffff:127.0.0.1]` and any DNS name pointing at one receiver

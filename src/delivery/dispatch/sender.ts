@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
-import { packageVersion } from '../paths.js';
-import { isReservedHeader } from '../webhooks/reserved-headers.js';
+import { packageVersion } from '../../paths.js';
+import { isReservedHeader } from '../../webhooks/reserved-headers.js';
 import { signatureHeader } from './signature.js';
 
 export const RESPONSE_BODY_LIMIT = 4096;

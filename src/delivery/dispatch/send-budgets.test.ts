@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { createTestApp, type TestContext } from '../testing/test-app.js';
+import { createTestApp, type TestContext } from '../../testing/test-app.js';
 import { createDeliverer, deliverDue, type Deliverer } from './deliver.js';
-import { databaseNow, deliveryRow, Receiver, seedDelivery, seedWebhook } from './delivery-test-kit.js';
+import { databaseNow, deliveryRow, Receiver, seedDelivery, seedWebhook } from '../delivery-test-kit.js';
 
 describe('per-destination-host send budget in the worker', () => {
   let ctx: TestContext;

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { parseNetworks } from '../net/address-policy.js';
-import { accessTokenFor, bearer, seedUser } from '../testing/fixtures.js';
-import { createTestApp, type TestContext } from '../testing/test-app.js';
+import { parseNetworks } from '../../net/address-policy.js';
+import { accessTokenFor, bearer, seedUser } from '../../testing/fixtures.js';
+import { createTestApp, type TestContext } from '../../testing/test-app.js';
 import { createDeliverer, deliverDue } from './deliver.js';
-import { deliveryRow, Receiver, seedDelivery, seedWebhook, attemptRows } from './delivery-test-kit.js';
+import { deliveryRow, Receiver, seedDelivery, seedWebhook, attemptRows } from '../delivery-test-kit.js';
 import { sendNotification } from './sender.js';
 import { createGuardedAgent, vetHost } from './ssrf-guard.js';
 

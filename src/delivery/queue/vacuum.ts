@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { Database } from '../db/database.js';
+import type { Database } from '../../db/database.js';
 
 /**
  * Every claim and every completion leaves dead entries in the queue partition's indexes

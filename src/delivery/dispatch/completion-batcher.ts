@@ -1,7 +1,7 @@
-import { retryTransientConflicts, type Database } from '../db/database.js';
-import type { Clock } from '../clock.js';
-import { completeAttempts, type AttemptRecord, type CompletionOptions, type CompletionResult } from './complete.js';
-import { clockOffsetMs } from './database-clock.js';
+import { retryTransientConflicts, type Database } from '../../db/database.js';
+import type { Clock } from '../../clock.js';
+import { completeAttempts, type AttemptRecord, type CompletionOptions, type CompletionResult } from '../queue/complete.js';
+import { clockOffsetMs } from '../../db/database-clock.js';
 
 export interface Completed {
   /** False when the lease was lost meanwhile (another worker took over, or the webhook was deleted). */
