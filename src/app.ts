@@ -44,9 +44,6 @@ import { limitPasswordWork } from './auth/passwords.js';
 
 export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
 
-// Kept importable from here for the code and tests that already do.
-export { REDACTED_PATHS } from './logging.js';
-
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export async function buildApp(deps: AppDeps): Promise<App> {

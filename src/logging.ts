@@ -1,9 +1,10 @@
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { createRequire } from 'node:module';
 import type { Config } from './config.js';
+import { looksSecret } from './secret-names.js';
 
 // Secrets never reach the logs, whatever a log line carries.
-export const REDACTED_PATHS = [
+const REDACTED_PATHS = [
   'req.headers.authorization',
   'req.headers.cookie',
   '*.password',
@@ -18,9 +19,6 @@ export const REDACTED_PATHS = [
   // a password hash, a key's hash. The message and the SQLSTATE code say what went wrong.
   'err.detail',
 ];
-
-/** Query parameters whose values are credentials when someone puts them in a URL (`?access_token=…`, `?x-api-key=…`). */
-const SECRET_QUERY_NAME = /token|secret|passw|api[-_]?key|^key$|jwt|auth|session|cookie|signature|credential/i;
 
 /** Percent-decoded, as the router reads it (`/portal/%6cink/…` is `/portal/link/…`); as is when malformed. */
 function decoded(text: string): string {
@@ -44,7 +42,8 @@ export function loggableUrl(url: string): string {
   if (at === -1) return path;
   const query = url.slice(at + 1).split('&').map((pair) => {
     const name = pair.split('=', 1)[0]!;
-    return SECRET_QUERY_NAME.test(decoded(name)) ? `${name}=[redacted]` : pair;
+    // Credentials someone put in a URL (`?access_token=…`, `?x-api-key=…`).
+    return looksSecret(decoded(name)) ? `${name}=[redacted]` : pair;
   });
   return `${path}?${query.join('&')}`;
 }

@@ -67,6 +67,15 @@ export async function findUserById(db: Queryable, id: number): Promise<User | un
   return rows[0];
 }
 
+/**
+ * Stores a new password's hash (an administrator's reset, a user's own change); false when there is
+ * no such user. The callers end the user's sessions in the same transaction.
+ */
+export async function setPasswordHash(db: Queryable, userId: number, passwordHash: string, now: Date): Promise<boolean> {
+  const { rowCount } = await db.query(`UPDATE users SET password_hash = $2, updated_at = $3 WHERE id = $1`, [userId, passwordHash, now]);
+  return rowCount > 0;
+}
+
 /** Returns false when no user has that name. */
 export async function setUserActive(db: Queryable, username: string, active: boolean): Promise<boolean> {
   const { rowCount } = await db.query(`UPDATE users SET active = $2, updated_at = now() WHERE lower(username) = lower($1)`, [username, active]);
@@ -173,7 +182,7 @@ export async function findUserSummary(db: Queryable, id: number): Promise<UserSu
   return rows[0];
 }
 
-/** Deletes by key; returns whether a row went. Rows still referenced raise 23503 (see deleteSafely). */
+/** Deletes by key; returns whether a row went. Rows still referenced raise 23503 (explained as a 409 by withConstraints). */
 export async function deleteRow(db: Queryable, table: 'marketplaces' | 'sellers' | 'marketplace_connections' | 'users', key: string | number): Promise<boolean> {
   const column = table === 'marketplaces' ? 'code' : 'id';
   const { rowCount } = await db.query(`DELETE FROM ${table} WHERE ${column} = $1`, [key]);

@@ -96,4 +96,14 @@ describe('user names that look alike', () => {
     await insertUser(ctx.db, { username: 'erin', passwordHash: await hashPassword(OTHER_STRONG_PASSWORD), sellerId: 1, role: 'seller', marketplaceCode: null, active: true });
     assert.equal((await loginOk(ctx, { username: 'erin ', password: OTHER_STRONG_PASSWORD })).user_name, 'erin');
   });
+
+  // Issue 35: the portal's sign-in form had a user-name schema of its own (at most 200 characters, nothing more).
+  test('the portal sign-in takes the names the API login takes: 200 characters are looked up, 201, none, a tab or a line break refused by both', async () => {
+    const portalLogin = (username: string) =>
+      ctx.app.inject({ method: 'POST', url: '/portal/login', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams({ username, password: 'not the password' }).toString() });
+    for (const [username, status] of [['u'.repeat(200), 401], ['u'.repeat(201), 400], ['', 400], ['ta\tb', 400], ['new\nline', 400]] as const) {
+      const answers = [(await postLogin(ctx, { username, password: 'not the password' })).statusCode, (await portalLogin(username)).statusCode];
+      assert.deepEqual(answers, [status, status], JSON.stringify(username));
+    }
+  });
 });

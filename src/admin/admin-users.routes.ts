@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { findUserSummary, listUsers, type UserSummary } from '../accounts/accounts.repository.js';
 import { UserName } from '../accounts/user-name.js';
 import { createUser, deleteUser, resetPassword, updateUser } from './users.service.js';
-import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../auth/password-strength.js';
+import { NewPassword } from '../auth/password-bounds.js';
 import { principalOf } from '../http/principal.js';
 import type { FeatureDeps } from '../deps.js';
 import { invalidField, notFound } from '../http/errors.js';
@@ -16,7 +16,6 @@ import { ADMIN_PAGE_SIZE, decodeKey, LINK_HEADER, pageOf, PageQuery } from './ad
 import { withConstraints } from '../http/db-conflicts.js';
 
 const Role = RoleSchema;
-const Password = Type.String({ minLength: PASSWORD_MIN_LENGTH, maxLength: PASSWORD_MAX_LENGTH });
 
 const User = Type.Object(
   {
@@ -47,7 +46,7 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (ap
       description: 'seller_id is the seller the login result names (optional for admins); a marketplace user also names its marketplace_code. username is stored in canonical form (NFKC, trimmed): letters, digits and . _ - @ + of one script (no mixed scripts), else 400; a name equal to another in that form, in any case, is 409.',
       body: Type.Object({
         username: UserName,
-        password: Password,
+        password: NewPassword,
         seller_id: Type.Optional(Id),
         role: Type.Optional(Role),
         marketplace_code: Type.Optional(MarketplaceCode),
@@ -97,7 +96,7 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (ap
   app.post('/api/v2/admin/users/:id/password', {
     schema: {
       ...schema, operationId: 'adminResetPassword', summary: 'Set a new password for a user', description: 'Ends every session of the user.',
-      params: IdParams, body: Type.Object({ password: Password }, { additionalProperties: false }),
+      params: IdParams, body: Type.Object({ password: NewPassword }, { additionalProperties: false }),
       response: { 204: Type.Null({ description: 'Password set' }), ...problemResponses(400, 401, 403, 404, 503) },
     },
   }, async (request, reply) => {

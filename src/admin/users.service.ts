@@ -5,7 +5,7 @@ import { revokeAllOfUser } from '../auth/sessions.repository.js';
 import type { Database, Queryable } from '../db/database.js';
 import { AppError, invalidField } from '../http/errors.js';
 import { withConstraints } from '../http/db-conflicts.js';
-import { findUserById, findUserSummary, insertUser, type Role, type UserSummary } from '../accounts/accounts.repository.js';
+import { findUserById, findUserSummary, insertUser, setPasswordHash, type Role, type UserSummary } from '../accounts/accounts.repository.js';
 import { checkNewUserName } from '../accounts/user-name.js';
 
 /** How a setter judges the password it is given (password-strength.ts): PASSWORD_MIN_SCORE, and the field to name in a 400. */
@@ -108,8 +108,7 @@ export async function resetPassword(db: Database, userId: number, password: stri
   await checkNewPassword(password, { field: policy.field, minScore: policy.minScore, userInputs: [user.username] });
   const passwordHash = await hashPassword(password);
   return db.transaction(async (tx) => {
-    const { rowCount } = await tx.query(`UPDATE users SET password_hash = $2, updated_at = $3 WHERE id = $1`, [userId, passwordHash, now]);
-    if (rowCount === 0) return false;
+    if (!(await setPasswordHash(tx, userId, passwordHash, now))) return false;
     const revoked = await revokeAllOfUser(tx, userId, 'password_changed', now);
     await recordAdminAction(tx, { actor, action: 'reset_password', targetKind: 'user', targetId: userId, at: now, detail: { revoked_tokens: revoked } });
     return true;

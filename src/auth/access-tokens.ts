@@ -3,7 +3,7 @@ import { errors, jwtVerify, SignJWT, type JWTHeaderParameters, type JWTPayload }
 import type { Role } from '../accounts/accounts.repository.js';
 import type { UserPrincipal } from '../accounts/principal.js';
 import type { Config } from '../config.js';
-import { MAX_INT32 } from '../http/path-params.js';
+import { idFromText, MAX_INT32 } from '../http/path-params.js';
 import { signingKeyOf, type Keys } from '../keys.js';
 import { JWT_ALGORITHMS } from '../keys/jwt-algorithms.js';
 
@@ -97,8 +97,8 @@ async function verifyWithWindow(keys: Keys, config: Config, token: string, now: 
     );
     // Ids as the database stores them (integer columns): anything else, even well signed, is no
     // token Plaza issued, and would fail in the queries that use it.
-    const userId = typeof payload.sub === 'string' && /^[1-9]\d{0,9}$/.test(payload.sub) ? Number(payload.sub) : NaN;
-    if (!(userId <= MAX_INT32) || !isInt32Id(payload.seller_id) || typeof payload.sid !== 'string' || !SESSION_ID.test(payload.sid) || !['seller', 'marketplace', 'admin'].includes(payload.role)) {
+    const userId = typeof payload.sub === 'string' ? idFromText(payload.sub) : undefined;
+    if (userId === undefined || !isInt32Id(payload.seller_id) || typeof payload.sid !== 'string' || !SESSION_ID.test(payload.sid) || !['seller', 'marketplace', 'admin'].includes(payload.role)) {
       throw new InvalidAccessTokenError('malformed claims');
     }
     const cnf = payload.cnf;

@@ -11,7 +11,7 @@ import { prepareDummyHash } from './passwords.js';
 import { refresh } from './refresh.service.js';
 import { originOf } from './request-origin.js';
 import { changeOwnPassword } from './password-change.service.js';
-import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from './password-strength.js';
+import { GivenPassword, NewPassword } from './password-bounds.js';
 import { sessionRoutes } from './sessions.routes.js';
 import { logout, revokeAll } from './sessions.service.js';
 import { UserName } from '../accounts/user-name.js';
@@ -20,7 +20,7 @@ import { DpopHeaders, proofRefusal, TokenPairSchema } from './token-pair-schema.
 
 const LoginBody = Type.Object({
   username: UserName,
-  password: Type.String({ minLength: 1, maxLength: PASSWORD_MAX_LENGTH }),
+  password: GivenPassword,
 });
 
 // Malformed but present tokens are a 401 (like unknown ones), not a 400.
@@ -128,8 +128,8 @@ export const authRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, de
         description: 'Requires the current password (failures count towards the login limits). Ends every other session of the user; the current one stays.',
         security: [{ bearerAuth: [] }],
         body: Type.Object({
-          current_password: Type.String({ minLength: 1, maxLength: PASSWORD_MAX_LENGTH }),
-          new_password: Type.String({ minLength: PASSWORD_MIN_LENGTH, maxLength: PASSWORD_MAX_LENGTH }),
+          current_password: GivenPassword,
+          new_password: NewPassword,
         }, { additionalProperties: false }),
         response: { 204: Type.Null({ description: 'Password changed' }), ...problemResponses(400, 401, 403, 429, 503) },
       },

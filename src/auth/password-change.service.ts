@@ -1,4 +1,4 @@
-import { findUserById } from '../accounts/accounts.repository.js';
+import { findUserById, setPasswordHash } from '../accounts/accounts.repository.js';
 import type { FeatureDeps } from '../deps.js';
 import { AppError } from '../http/errors.js';
 import type { UserPrincipal } from '../accounts/principal.js';
@@ -31,7 +31,7 @@ export async function changeOwnPassword(
   await checkNewPassword(input.newPassword, { field: 'body.new_password', minScore: config.PASSWORD_MIN_SCORE, userInputs: [user.username] });
   const passwordHash = await hashPassword(input.newPassword);
   await db.transaction(async (tx) => {
-    await tx.query(`UPDATE users SET password_hash = $2, updated_at = $3 WHERE id = $1`, [user.id, passwordHash, now]);
+    await setPasswordHash(tx, user.id, passwordHash, now);
     const revoked = await revokeAllOfUser(tx, user.id, 'password_changed', now, principal.sessionId);
     await recordAuthEvent(tx, { type: 'password_changed', at: now, origin: input.origin, userId: user.id, username: user.username, sessionId: principal.sessionId, detail: { revoked_tokens: revoked } });
   });

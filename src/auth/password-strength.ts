@@ -2,15 +2,13 @@ import { Worker } from 'node:worker_threads';
 import { AppError, invalidField } from '../http/errors.js';
 import { PASSWORD_WORK_RETRY_AFTER_SECONDS } from './passwords.js';
 import type { Verdict } from './password-estimator.js';
+import { passwordLengthProblem } from './password-bounds.js';
 
 /**
  * The one rule for a password being set: user creation (CLI, admin API), an administrator's reset
  * and a user's own change all call `checkNewPassword` before hashing. Login never does: a password
  * is judged when it is chosen, and users whose passwords predate the rule keep logging in.
  */
-export const PASSWORD_MIN_LENGTH = 8;
-export const PASSWORD_MAX_LENGTH = 1024;
-
 export interface NewPasswordCheck {
   /** Where the password was given, for the 400's field error: `body.password`, `body.new_password`. */
   field: string;
@@ -30,10 +28,8 @@ const TOO_COMMON = 'This password is too common: it is in the lists of passwords
  * scores below `minScore`. Local only (password-estimator.ts): nothing is asked over the network.
  */
 export async function checkNewPassword(password: string, check: NewPasswordCheck): Promise<void> {
-  // Characters as the schemas count them (code points), so that the rule and the schemas agree.
-  const length = [...password].length;
-  if (length < PASSWORD_MIN_LENGTH) throw invalidField(check.field, `must have at least ${PASSWORD_MIN_LENGTH} characters`);
-  if (length > PASSWORD_MAX_LENGTH) throw invalidField(check.field, `may have at most ${PASSWORD_MAX_LENGTH} characters`);
+  const outOfBounds = passwordLengthProblem(password);
+  if (outOfBounds) throw invalidField(check.field, outOfBounds);
   const verdict = await estimate(password, [...check.userInputs, ...SITE_WORDS]);
   if (verdict.common) throw invalidField(check.field, TOO_COMMON);
   if (verdict.score < check.minScore) throw invalidField(check.field, tooEasy(verdict));

@@ -75,7 +75,7 @@ describe('plaza CLI (in-process)', () => {
       [['users', 'add', 'dave', '--seller', '42', '--role', 'root'], /--role must be one of/],
       [['users', 'add', 'frank'], /--seller is required \(except with --role admin\)/],
       [['users', 'set-active', 'alice', 'maybe'], /true\|false/],
-      [['marketplaces', 'add', 'bad code!', '--name', 'x'], /only letters, digits/],
+      [['marketplaces', 'add', 'bad code!', '--name', 'x'], /<code> must be 1 to 100 ASCII letters, digits, "_" or "-"\./],
       [['sellers', 'add', 'abc', '--name', 'x'], /positive integer/],
       [['connections', 'add', '--seller', '42'], /--marketplace is required/],
       [['serve', '--role', 'everything'], /--role must be all, api or worker/],
@@ -85,7 +85,7 @@ describe('plaza CLI (in-process)', () => {
       [['api-keys', 'revoke', 'x1'], /positive integer/],
       [['sellers', 'deactivate', 'abc'], /<id> must be a positive integer/],
       [['sellers', 'activate'], /<id> is required/],
-      [['marketplaces', 'deactivate', 'bad code!'], /only letters, digits/],
+      [['marketplaces', 'deactivate', 'bad code!'], /<code> must be 1 to 100 ASCII letters/],
       [['marketplaces', 'activate', 'meli', 'extra'], /Unexpected argument "extra"/],
       // The names' rule of the admin API: no control characters, at most 200 characters.
       [['marketplaces', 'add', 'meli', '--name', 'Mercado\tLibre'], /--name must not contain control characters/],

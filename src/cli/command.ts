@@ -2,10 +2,10 @@ import type { ParseArgsConfig } from 'node:util';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import { isStorableText } from '../http/input-guard.js';
-import { isCode } from '../http/path-params.js';
-import { checkName } from '../webhooks/webhook-validators.js';
+import { idFromText, MAX_INT32 } from '../http/path-params.js';
+import { checkCode, checkName } from '../webhooks/webhook-validators.js';
 import { checkNewUserName } from '../accounts/user-name.js';
-import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../auth/password-strength.js';
+import { passwordLengthProblem } from '../auth/password-bounds.js';
 import { UsageError } from './usage-error.js';
 
 /**
@@ -70,16 +70,18 @@ export function requireUserName(value: string | boolean | undefined, name: strin
   return checked.value;
 }
 
+/** A marketplace's code: the rule the API applies (checkCode). */
 export function requireCode(value: string | boolean | undefined, name = '<code>'): string {
-  const code = requireText(value, name);
-  if (!isCode(code)) throw new UsageError(`${name} may hold only letters, digits, "_" and "-" (1 to 100).`);
-  return code;
+  const checked = checkCode(requireText(value, name));
+  if (!checked.ok) throw new UsageError(`${name} ${checked.message}.`);
+  return checked.value;
 }
 
+/** An id (of a seller, connection or API key): what the admin API takes, 1 to 2147483647 (idFromText). */
 export function requireId(value: string | boolean | undefined, name: string): number {
-  const text = requireText(value, name);
-  if (!/^[1-9][0-9]{0,8}$/.test(text)) throw new UsageError(`${name} must be a positive integer.`);
-  return Number(text);
+  const id = idFromText(requireText(value, name));
+  if (id === undefined) throw new UsageError(`${name} must be a positive integer up to ${MAX_INT32}.`);
+  return id;
 }
 
 export function optional<T>(value: string | boolean | undefined, parse: (value: string) => T): T | undefined {
@@ -96,10 +98,9 @@ export async function readStdin(stdin: NodeJS.ReadableStream, prompt: string): P
 
 export async function readPassword(stdin: NodeJS.ReadableStream): Promise<string> {
   const password = await readStdin(stdin, 'Password');
-  // The bounds of password-strength.ts, counted the same way; its strength rule runs in the service.
-  const length = [...password].length;
-  if (length < PASSWORD_MIN_LENGTH) throw new UsageError(`The password (read from standard input) must have at least ${PASSWORD_MIN_LENGTH} characters.`);
-  if (length > PASSWORD_MAX_LENGTH) throw new UsageError(`The password may have at most ${PASSWORD_MAX_LENGTH} characters.`);
+  // The bounds, before the database is opened; the strength rule (password-strength.ts) runs in the service.
+  const outOfBounds = passwordLengthProblem(password);
+  if (outOfBounds) throw new UsageError(`The password (read from standard input) ${outOfBounds}.`);
   // Login refuses such text before it looks at the password: the user could never log in.
   if (!isStorableText(password)) throw new UsageError('The password holds a NUL character, which no login can send.');
   return password;

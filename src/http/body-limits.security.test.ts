@@ -113,3 +113,45 @@ describe('body limits per route', () => {
     assert.equal((await post('/v1/MKT/webhooks', { filler: 'x'.repeat(65 * 1024) }, auth)).statusCode, 413);
   });
 });
+
+// Issue 35: the portal's forms had a limit of their own, 64 KiB, whatever BODY_LIMIT_BYTES said.
+describe('the portal reads forms within the limits the API reads JSON', () => {
+  /** A body of exactly `bytes` bytes: `name=xxx…`. */
+  const bodyOf = (name: string, bytes: number) => `${name}=${'x'.repeat(bytes - name.length - 1)}`;
+  const send = (ctx: TestContext, url: string, type: 'form' | 'json', bytes: number) =>
+    ctx.app.inject({
+      method: 'POST',
+      url,
+      headers: { 'content-type': type === 'form' ? 'application/x-www-form-urlencoded' : 'application/json' },
+      payload: type === 'form' ? bodyOf('username', bytes) : `{"username":"${'x'.repeat(bytes - 15)}"}`,
+    });
+  // The API's login (JSON), the portal's sign-in form, and a portal form of a signed-in page.
+  const routes = [['/api/v2/auth/login', 'json'], ['/portal/login', 'form'], ['/portal/logout', 'form']] as const;
+
+  test('BODY_LIMIT_BYTES set low: a body of exactly that size is read on each of them, one byte more is 413 on each', async () => {
+    const small = await createTestApp({ BODY_LIMIT_BYTES: '1024' });
+    try {
+      for (const [url, type] of routes) {
+        assert.notEqual((await send(small, url, type, 1024)).statusCode, 413, `${url}: 1024 bytes`);
+        assert.equal((await send(small, url, type, 1025)).statusCode, 413, `${url}: 1025 bytes`);
+      }
+    } finally {
+      await small.close();
+    }
+  });
+
+  test('by default: sign-in stops at 32 KiB in the API and in the portal, the portal\'s other forms at 64 KiB as the API\'s other routes', async () => {
+    const ctx = await createTestApp();
+    try {
+      const signIn = [...routes.slice(0, 2), ['/portal/link', 'form'], ['/portal/login/mfa', 'form'], ['/portal/login/enrol', 'form'], ['/portal/login/passkey/options', 'json'], ['/portal/login/passkey', 'json']] as const;
+      for (const [url, type] of signIn) {
+        assert.notEqual((await send(ctx, url, type, 32 * 1024)).statusCode, 413, url);
+        assert.equal((await send(ctx, url, type, 32 * 1024 + 1)).statusCode, 413, url);
+      }
+      assert.notEqual((await send(ctx, '/portal/logout', 'form', 64 * 1024)).statusCode, 413);
+      assert.equal((await send(ctx, '/portal/logout', 'form', 64 * 1024 + 1)).statusCode, 413);
+    } finally {
+      await ctx.close();
+    }
+  });
+});

@@ -67,8 +67,14 @@ export async function databaseClockSkewMs(db: Queryable, clock: Clock): Promise<
   return rows[0]!.now.getTime() - (before + clock.now().getTime()) / 2;
 }
 
-// Rotations and the first key are serialised across processes.
-const LOCK = `SELECT pg_advisory_xact_lock(hashtext('plaza:jwt-keys'))`;
+/**
+ * The lock of the keys the database holds, until the transaction ends: the first key, rotations
+ * and re-encryptions under a new SECRETS_KEY (rotate-secrets-key.ts) take it, so that none of
+ * them interleave, across processes.
+ */
+export async function lockJwtKeys(tx: Queryable): Promise<void> {
+  await tx.query(`SELECT pg_advisory_xact_lock(hashtext('plaza:jwt-keys'))`);
+}
 
 async function insertKey(tx: Queryable, master: Buffer, pem: string, publishedAt: Date, signsFrom: Date): Promise<string> {
   // public_jwk carries the key's alg: the record of its algorithm, read back by readKeyView.
@@ -88,7 +94,7 @@ export async function ensureSigningKey(db: Database, master: Buffer, clock: Cloc
   const { rowCount } = await db.query(`SELECT 1 FROM jwt_signing_keys LIMIT 1`);
   if (rowCount > 0) return;
   await db.transaction(async (tx) => {
-    await tx.query(LOCK);
+    await lockJwtKeys(tx);
     if ((await tx.query(`SELECT 1 FROM jwt_signing_keys LIMIT 1`)).rowCount > 0) return;
     // It signs at once: no verifier can hold a copy of the JWKS without it, there was none before.
     const now = new Date(clock.now().getTime() + (await databaseClockSkewMs(tx, clock)));
@@ -113,7 +119,7 @@ export interface Rotation {
  */
 export async function rotateJwtKey(db: Database, master: Buffer, config: Config, clock: Clock, algorithm: JwtAlgorithm = config.JWT_ALGORITHM): Promise<Rotation> {
   return db.transaction(async (tx) => {
-    await tx.query(LOCK);
+    await lockJwtKeys(tx);
     const now = clock.now().getTime() + (await databaseClockSkewMs(tx, clock));
     const signsFrom = new Date(now + signingLeadSeconds(config) * 1000);
     const { rows } = await tx.query<{ kid: string }>(`UPDATE jwt_signing_keys SET retired_at = $1 WHERE retired_at IS NULL RETURNING kid`, [signsFrom]);

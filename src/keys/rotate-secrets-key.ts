@@ -2,7 +2,7 @@ import type { Database } from '../db/database.js';
 import { decryptSecret, encryptSecret } from './secret-box.js';
 import { sealPlainHeaders } from './header-box.js';
 import { derivedKeys } from '../keys.js';
-import { jwtKeyEncryptionKey as jwtEncryptionKey } from './jwt-key-ring.js';
+import { jwtKeyEncryptionKey as jwtEncryptionKey, lockJwtKeys } from './jwt-key-ring.js';
 import { fingerprintOf, sealCheck, verifySecretsKey, type SecretsKey } from './secrets-key.js';
 
 /**
@@ -14,8 +14,8 @@ export async function rotateSecretsKey(db: Database, current: SecretsKey, next: 
   const from = derivedKeys(current.key).webhookSecretsKey;
   const to = derivedKeys(next).webhookSecretsKey;
   return db.transaction(async (tx) => {
-    // The same lock as JWT rotations, and the check row locked: two rotations cannot interleave.
-    await tx.query(`SELECT pg_advisory_xact_lock(hashtext('plaza:jwt-keys'))`);
+    // The lock of JWT rotations, and the check row locked: two rotations cannot interleave.
+    await lockJwtKeys(tx);
     await tx.query(`SELECT 1 FROM secrets_key_check FOR UPDATE`);
     await verifySecretsKey(tx, current, from, now);
     // Header values still in plain text are sealed first, so that all of them end under the new key.

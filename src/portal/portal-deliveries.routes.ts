@@ -8,6 +8,7 @@ import { AppError } from '../http/errors.js';
 import { MarketplaceParams, WebhookParams } from '../http/path-params.js';
 import type { PortalSession } from './portal-sessions.js';
 import { assertInScope, loadScopedWebhook, refusedByTenantLimit, sendPage, sendRefusal, sessionOf, type PortalDeps, pageContext } from './portal-pages.js';
+import { CsrfField, CsrfForm } from './portal-security.js';
 import { portalActor } from '../webhooks/webhook-history.js';
 import { cataloguePage } from './views/catalogue-page.js';
 import { deliveryDetailPage, deliveryLogPage, replayPage, type ReplayValues } from './views/delivery-pages.js';
@@ -20,10 +21,9 @@ const Text = (maxLength: number) => Type.Optional(Type.String({ maxLength }));
 
 const LogQuery = Type.Object({ status: Choice(DELIVERY_STATUSES), topic: Choice(EVENT_TOPICS), event_id: Text(200), entity_id: Text(200), cursor: Text(200) });
 const DeliveryParams = Type.Object({ ...WebhookParams.properties, id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }) });
-const CsrfForm = Type.Object({ _csrf: Text(100) });
 const DetailQuery = Type.Object({ done: Type.Optional(Type.Literal('retried')) });
 const ReplayForm = Type.Object({
-  _csrf: Text(100),
+  _csrf: CsrfField,
   mode: Type.Optional(Type.Union([Type.Literal('count'), Type.Literal('send')])),
   // One checkbox arrives as a string, several as an array.
   status: Type.Optional(Type.Union([Type.Enum(REPLAYABLE_STATUSES), Type.Array(Type.Enum(REPLAYABLE_STATUSES), { maxItems: 2 })])),

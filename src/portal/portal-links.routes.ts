@@ -3,9 +3,9 @@ import { Type } from 'typebox';
 import type { FeatureDeps } from '../deps.js';
 import { authenticate, refuseIfUserGone } from '../auth/authenticate.js';
 import { principalOf } from '../http/principal.js';
-import { AppError } from '../http/errors.js';
+import { AppError, invalidField } from '../http/errors.js';
 import { problemResponses } from '../http/openapi.js';
-import { MarketplaceParams, MAX_INT32 } from '../http/path-params.js';
+import { ID_TEXT_PATTERN, idFromText, MarketplaceParams, MAX_INT32 } from '../http/path-params.js';
 import { assertMarketplaceAccess } from '../webhooks/webhook-access.js';
 import { isSellerConnected } from '../webhooks/webhooks.repository.js';
 import { insertPortalLink } from './portal-links.repository.js';
@@ -13,7 +13,7 @@ import { insertPortalLink } from './portal-links.repository.js';
 const PortalLinkBody = Type.Object(
   {
     seller_id: Type.Optional(
-      Type.Union([Type.Integer({ minimum: 1, maximum: MAX_INT32 }), Type.String({ pattern: '^[1-9][0-9]{0,9}$' })], {
+      Type.Union([Type.Integer({ minimum: 1, maximum: MAX_INT32 }), Type.String({ pattern: ID_TEXT_PATTERN })], {
         description: 'The seller the portal session is confined to: the caller\'s webhooks for that seller alone (and, for an admin, the seller\'s own webhooks; a marketplace\'s link lists those read-only, header values masked). Left out: the caller\'s webhooks in the marketplace, sellers\' own excepted.',
         examples: [42],
       }),
@@ -59,11 +59,10 @@ export const portalLinkRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (a
       // A link records the user who made it (portal_links.created_by); an API key is no user.
       if (principal.userId === null) throw new AppError('forbidden', 'Portal links are made by users, not API keys.');
       await assertMarketplaceAccess(db, principal, marketplaceCode);
-      const sellerId = request.body.seller_id === undefined ? null : Number(request.body.seller_id);
-      // The schema bounds the number; its decimal text (up to ten digits) only here.
-      if (sellerId !== null && sellerId > MAX_INT32) {
-        throw new AppError('validation_failed', `body.seller_id: must be at most ${MAX_INT32}`, { errors: [{ field: 'body.seller_id', message: `must be at most ${MAX_INT32}` }] });
-      }
+      const given = request.body.seller_id;
+      // The schema bounds the number and the text's form; the text's value (up to ten digits) only here.
+      const sellerId = given === undefined ? null : typeof given === 'number' ? given : idFromText(given);
+      if (sellerId === undefined) throw invalidField('body.seller_id', `must be at most ${MAX_INT32}`);
       if (sellerId !== null && !(await isSellerConnected(db, String(sellerId), marketplaceCode))) {
         throw new AppError('validation_failed', `body.seller_id: seller ${sellerId} is not connected to marketplace ${marketplaceCode}`, {
           errors: [{ field: 'body.seller_id', message: `is not connected to marketplace ${marketplaceCode}` }],

@@ -4,6 +4,7 @@ import QRCode from 'qrcode';
 import { Type } from 'typebox';
 import { findUserById } from '../accounts/accounts.repository.js';
 import type { LoginGuards } from '../auth/login-guards.js';
+import { MFA_CODE_MAX_LENGTH, MFA_TOKEN_MAX_LENGTH } from '../auth/mfa/mfa-fields.js';
 import { challengeUser, verifyLoginCode } from '../auth/mfa/mfa-login.js';
 import { deleteChallenge, findChallenge } from '../auth/mfa/mfa.repository.js';
 import { passkeysOf } from '../auth/mfa/passkeys.repository.js';
@@ -11,16 +12,17 @@ import { activateTotp, disableTotp, replaceRecoveryCodesAudited, secondFactorSta
 import { originOf } from '../auth/request-origin.js';
 import type { TokenPair } from '../auth/token-pair.js';
 import type { FeatureDeps } from '../deps.js';
+import { credentialsBodyLimit } from '../http/body-limits.js';
 import { AppError } from '../http/errors.js';
 import type { Html } from './html.js';
-import { assertSameOrigin } from './portal-security.js';
+import { assertSameOrigin, CsrfField } from './portal-security.js';
 import { sendPage, sessionOf, type PortalDeps } from './portal-pages.js';
 import { loginPage } from './views/auth-pages.js';
 import { mfaCodePage, recoveryCodesPage, requiredEnrolPage, securityPage, totpEnrolPage } from './views/mfa-pages.js';
 
 const hide = { hide: true };
-const CodeForm = Type.Object({ code: Type.String({ maxLength: 32 }), _csrf: Type.Optional(Type.String({ maxLength: 100 })) });
-const TokenCodeForm = Type.Object({ mfa_token: Type.String({ maxLength: 200 }), code: Type.String({ maxLength: 32 }) });
+const CodeForm = Type.Object({ code: Type.String({ maxLength: MFA_CODE_MAX_LENGTH }), _csrf: CsrfField });
+const TokenCodeForm = Type.Object({ mfa_token: Type.String({ maxLength: MFA_TOKEN_MAX_LENGTH }), code: Type.String({ maxLength: MFA_CODE_MAX_LENGTH }) });
 
 /** A QR code of the otpauth URL, drawn here (qrcode, PNG): the secret goes to no other service. */
 const qrOf = (url: string) => QRCode.toDataURL(url, { errorCorrectionLevel: 'M', margin: 2, width: 240 });
@@ -59,9 +61,11 @@ type MfaPortalDeps = PortalDeps & {
  * (src/auth/mfa), so the limits, single use and audit are the API's.
  */
 export const portalMfaRoutes: FastifyPluginAsyncTypebox<MfaPortalDeps> = async (app, deps) => {
-  const { db, clock, requireSession, guards } = deps;
+  const { db, clock, config, requireSession, guards } = deps;
+  // The sign-in steps read no more than the API's login does, before anyone is signed in.
+  const signIn = { bodyLimit: credentialsBodyLimit(config) };
 
-  app.post('/portal/login/mfa', { schema: { ...hide, body: TokenCodeForm } }, async (request, reply) => {
+  app.post('/portal/login/mfa', { ...signIn, schema: { ...hide, body: TokenCodeForm } }, async (request, reply) => {
     assertSameOrigin(request);
     const { mfa_token: mfaToken, code } = request.body;
     try {
@@ -77,7 +81,7 @@ export const portalMfaRoutes: FastifyPluginAsyncTypebox<MfaPortalDeps> = async (
     }
   });
 
-  app.post('/portal/login/enrol', { schema: { ...hide, body: TokenCodeForm } }, async (request, reply) => {
+  app.post('/portal/login/enrol', { ...signIn, schema: { ...hide, body: TokenCodeForm } }, async (request, reply) => {
     assertSameOrigin(request);
     const { mfa_token: mfaToken, code } = request.body;
     const now = clock.now();

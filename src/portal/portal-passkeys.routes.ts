@@ -5,6 +5,7 @@ import { Type } from 'typebox';
 import { findUserById } from '../accounts/accounts.repository.js';
 import type { LoginGuards } from '../auth/login-guards.js';
 import { openSession } from '../auth/open-session.js';
+import { MFA_TOKEN_MAX_LENGTH } from '../auth/mfa/mfa-fields.js';
 import { challengeUser } from '../auth/mfa/mfa-login.js';
 import { deleteChallenge, findChallenge } from '../auth/mfa/mfa.repository.js';
 import { authenticatePasskey, authenticationOptions, registerPasskey, registrationOptions, type RelyingParty } from '../auth/mfa/passkeys.service.js';
@@ -12,15 +13,16 @@ import { deletePasskey } from '../auth/mfa/passkeys.repository.js';
 import { recordAuthEvent } from '../auth/auth-events.repository.js';
 import { originOf } from '../auth/request-origin.js';
 import type { TokenPair } from '../auth/token-pair.js';
+import { credentialsBodyLimit } from '../http/body-limits.js';
 import { AppError, rateLimited } from '../http/errors.js';
 import { TokenBuckets } from '../http/token-buckets.js';
-import { assertSameOrigin } from './portal-security.js';
+import { assertSameOrigin, CsrfField, CsrfForm } from './portal-security.js';
 import { sessionOf, type PortalDeps } from './portal-pages.js';
 
 const hide = { hide: true };
 // The browser's WebAuthn answer as @simplewebauthn/browser gives it; the library checks its contents.
 const WebauthnAnswer = Type.Object({ id: Type.String({ maxLength: 1400 }), response: Type.Object({ clientDataJSON: Type.String({ maxLength: 8192 }) }) }, { additionalProperties: true });
-const MfaTokenField = Type.Optional(Type.String({ maxLength: 200 }));
+const MfaTokenField = Type.Optional(Type.String({ maxLength: MFA_TOKEN_MAX_LENGTH }));
 
 type PasskeyDeps = PortalDeps & {
   guards: LoginGuards;
@@ -51,13 +53,13 @@ export const portalPasskeyRoutes: FastifyPluginAsyncTypebox<PasskeyDeps> = async
     return user;
   };
 
-  app.post('/portal/account/passkeys/options', { schema: { ...hide, body: Type.Object({ _csrf: Type.String({ maxLength: 100 }) }) }, preHandler: requireSession }, async (request) =>
+  app.post('/portal/account/passkeys/options', { schema: { ...hide, body: CsrfForm }, preHandler: requireSession }, async (request) =>
     registrationOptions(deps, await accountUser(request), rpOf(request)),
   );
 
   app.post(
     '/portal/account/passkeys',
-    { schema: { ...hide, body: Type.Object({ _csrf: Type.String({ maxLength: 100 }), name: Type.String({ minLength: 1, maxLength: 100 }), response: WebauthnAnswer }) }, preHandler: requireSession },
+    { schema: { ...hide, body: Type.Object({ _csrf: CsrfField, name: Type.String({ minLength: 1, maxLength: 100 }), response: WebauthnAnswer }) }, preHandler: requireSession },
     async (request, reply) => {
       await registerPasskey(deps, await accountUser(request), request.body.response as unknown as RegistrationResponseJSON, rpOf(request), request.body.name, originOf(request));
       return reply.code(204).send();
@@ -66,7 +68,7 @@ export const portalPasskeyRoutes: FastifyPluginAsyncTypebox<PasskeyDeps> = async
 
   app.post(
     '/portal/account/passkeys/delete',
-    { schema: { ...hide, body: Type.Object({ _csrf: Type.String({ maxLength: 100 }), id: Type.String({ maxLength: 1400 }) }) }, preHandler: requireSession },
+    { schema: { ...hide, body: Type.Object({ _csrf: CsrfField, id: Type.String({ maxLength: 1400 }) }) }, preHandler: requireSession },
     async (request, reply) => {
       const user = await accountUser(request);
       if (await deletePasskey(db, user.id, request.body.id)) {
@@ -88,14 +90,16 @@ export const portalPasskeyRoutes: FastifyPluginAsyncTypebox<PasskeyDeps> = async
     if (wait > 0) throw rateLimited(wait, 'Too many passkey sign-ins from this address');
   };
 
-  app.post('/portal/login/passkey/options', { schema: { ...hide, body: Type.Object({ mfa_token: MfaTokenField }) } }, async (request) => {
+  // The sign-in steps read no more than the API's login does, before anyone is signed in.
+  const signIn = { bodyLimit: credentialsBodyLimit(config) };
+  app.post('/portal/login/passkey/options', { ...signIn, schema: { ...hide, body: Type.Object({ mfa_token: MfaTokenField }) } }, async (request) => {
     assertSameOrigin(request);
     takeSignIn(request);
     const user = await tokenUser(request.body.mfa_token);
     return authenticationOptions(deps, rpOf(request), user?.id ?? null);
   });
 
-  app.post('/portal/login/passkey', { schema: { ...hide, body: Type.Object({ mfa_token: MfaTokenField, response: WebauthnAnswer }) } }, async (request, reply) => {
+  app.post('/portal/login/passkey', { ...signIn, schema: { ...hide, body: Type.Object({ mfa_token: MfaTokenField, response: WebauthnAnswer }) } }, async (request, reply) => {
     assertSameOrigin(request);
     takeSignIn(request);
     const expected = await tokenUser(request.body.mfa_token);

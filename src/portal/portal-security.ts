@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
 import { AppError } from '../http/errors.js';
 import { sameToken, type PortalSession } from './portal-sessions.js';
 
@@ -52,6 +53,14 @@ export function assertSameOrigin(request: FastifyRequest): void {
     throw crossSite();
   }
 }
+
+/**
+ * The form field that carries it, in every form that writes. Optional in the schema: a form
+ * without it gets assertCsrfToken's 403, which says what to do, not a 400 about the request.
+ */
+export const CsrfField = Type.Optional(Type.String({ maxLength: 100 }));
+/** A form of nothing but the token (the buttons: pause, retry, …). */
+export const CsrfForm = Type.Object({ _csrf: CsrfField });
 
 /** The session's synchronizer token must come back in the form (`_csrf`). */
 export function assertCsrfToken(request: FastifyRequest, session: PortalSession): void {

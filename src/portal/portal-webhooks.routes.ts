@@ -11,6 +11,7 @@ import { listWebhooks } from '../webhooks/webhooks.repository.js';
 import { withOpenHeaders } from '../keys/header-box.js';
 import { changeWebhook, createWebhook, rotateSecret, webhookSettings } from '../webhooks/webhooks.service.js';
 import { inLinkScope, readOnlySellerOf, sellerEditable, sellerIdForForm } from './portal-access.js';
+import { CsrfField, CsrfForm } from './portal-security.js';
 import { portalActor } from '../webhooks/webhook-history.js';
 import { detailHistory } from './portal-history.routes.js';
 import type { PortalSession } from './portal-sessions.js';
@@ -20,7 +21,7 @@ import { webhookListPage } from './views/webhook-pages.js';
 
 const Text = (maxLength: number) => Type.Optional(Type.String({ maxLength }));
 const WebhookForm = Type.Object({
-  _csrf: Text(100),
+  _csrf: CsrfField,
   code: Text(200),
   name: Text(400),
   topic: Text(200),
@@ -29,7 +30,6 @@ const WebhookForm = Type.Object({
   seller_id: Text(20),
   headers: Text(16_384),
 });
-const CsrfForm = Type.Object({ _csrf: Text(100) });
 const DONE_NOTICES = {
   paused: 'Paused: events that arrive meanwhile are held until you resume.',
   resumed: 'Resumed: held deliveries and waiting retries go out now, in order.',

@@ -3,13 +3,15 @@ import formbody from '@fastify/formbody';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
+import { UserName } from '../accounts/user-name.js';
 import { verifyAccessToken } from '../auth/access-tokens.js';
 import { createLoginGuards } from '../auth/login-guards.js';
 import { login } from '../auth/login.service.js';
-import { PASSWORD_MAX_LENGTH } from '../auth/password-strength.js';
+import { GivenPassword } from '../auth/password-bounds.js';
 import { originOf } from '../auth/request-origin.js';
 import { logout } from '../auth/sessions.service.js';
 import type { FeatureDeps } from '../deps.js';
+import { credentialsBodyLimit, defaultBodyLimit } from '../http/body-limits.js';
 import { AppError } from '../http/errors.js';
 import { consumePortalLink } from './portal-links.repository.js';
 import { assertCsrfToken, assertSameOrigin, setPageHeaders } from './portal-security.js';
@@ -27,7 +29,8 @@ import { errorPage } from './views/error-page.js';
 
 export const SESSION_COOKIE = 'plaza_portal';
 
-const LoginForm = Type.Object({ username: Type.String({ maxLength: 200 }), password: Type.String({ maxLength: PASSWORD_MAX_LENGTH }) });
+/** The fields of the API's login, with its schemas: a name or password the API refuses is refused here too. */
+const LoginForm = Type.Object({ username: UserName, password: GivenPassword });
 const LinkForm = Type.Object({ token: Type.String({ maxLength: 100 }) });
 const LinkParams = Type.Object({ token: Type.String({ pattern: '^[A-Za-z0-9_-]{1,100}$' }) });
 const hide = { hide: true };
@@ -40,7 +43,8 @@ const hide = { hide: true };
 export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {
   const { db, clock, config, keys } = deps;
   await app.register(cookie);
-  await app.register(formbody, { bodyLimit: 64 * 1024 });
+  // Forms are read within the API's limits (body-limits.ts): BODY_LIMIT_BYTES lowers them too.
+  await app.register(formbody, { bodyLimit: defaultBodyLimit(config) });
   const guards = createLoginGuards(deps);
   app.addHook('onClose', async () => guards.close());
   registerPortalAssets(app);
@@ -105,7 +109,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
 
   app.get('/portal/login', { schema: hide }, async (_request, reply) => sendPage(reply, loginPage({})));
 
-  app.post('/portal/login', { schema: { ...hide, body: LoginForm } }, async (request, reply) => {
+  app.post('/portal/login', { bodyLimit: credentialsBodyLimit(config), schema: { ...hide, body: LoginForm } }, async (request, reply) => {
     assertSameOrigin(request);
     const { username, password } = request.body;
     try {
@@ -127,7 +131,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
   // GET only shows a button: link previews and scanners that fetch the URL do not use it up.
   app.get('/portal/link/:token', { schema: { ...hide, params: LinkParams } }, async (request, reply) => sendPage(reply, linkPage(request.params.token)));
 
-  app.post('/portal/link', { schema: { ...hide, body: LinkForm } }, async (request, reply) => {
+  app.post('/portal/link', { bodyLimit: credentialsBodyLimit(config), schema: { ...hide, body: LinkForm } }, async (request, reply) => {
     assertSameOrigin(request);
     const now = clock.now();
     const opened = await db.transaction(async (tx) => {

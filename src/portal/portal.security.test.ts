@@ -90,6 +90,21 @@ describe('portal sessions, links and page security', () => {
     assert.equal((await create({ origin, 'sec-fetch-site': 'same-origin' }, csrf)).statusCode, 201);
   });
 
+  // Issue 35: the token's field was declared in each form, required in some (a 400 without it) and optional in others.
+  test('a write without its CSRF token is the same 403 in every form: the webhook forms, the second factor\'s, the passkeys\' (JSON)', async () => {
+    const cookie = await signIn();
+    const post = (url: string, type: 'form' | 'json', payload: string) =>
+      ctx.app.inject({ method: 'POST', url, headers: { host, cookie, origin, 'content-type': type === 'form' ? FORM['content-type'] : 'application/json' }, payload });
+    const answers = [
+      await post('/portal/MKT/webhooks/new', 'form', 'code=c1&name=n'),
+      await post('/portal/account/totp/disable', 'form', 'code=123456'),
+      await post('/portal/account/passkeys/options', 'json', '{}'),
+      await post('/portal/account/passkeys/delete', 'json', '{"id":"x"}'),
+    ];
+    assert.deepEqual(answers.map((answer) => answer.statusCode), [403, 403, 403, 403]);
+    for (const answer of answers) assert.match(answer.body, /missing or wrong CSRF token/);
+  });
+
   test('test notifications from the portal count towards the API\'s limit of the tenant (TENANT_TESTS_PER_MINUTE)', async () => {
     const cookie = await signIn();
     const csrf = await csrfOf(cookie);

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { DISABLED_REASONS, type DisabledReason } from './disabled-reasons.js';
-import { CALLBACK_URL_MAX_LENGTH, CODE_PATTERN, FIXED_TOPICS, MAX_HEADERS, MAX_HEADERS_BYTES, NAME_MAX_LENGTH } from './webhook-validators.js';
-import { MarketplaceParams, WebhookParams } from '../http/path-params.js';
+import { CALLBACK_URL_MAX_LENGTH, FIXED_TOPICS, MAX_HEADERS, MAX_HEADERS_BYTES, NAME_MAX_LENGTH } from './webhook-validators.js';
+import { CODE_PATTERN, MarketplaceParams, WebhookParams } from '../http/path-params.js';
 
 /**
  * Request and response schemas of the webhook endpoints. Types and documentation live here; the

@@ -1,5 +1,5 @@
 import { addressRange, allowedLocalhostAddresses, isAddressAllowed, isLocalhostName, type Network } from '../net/address-policy.js';
-import { CODE_PATTERN, isCode, MAX_INT32 } from '../http/path-params.js';
+import { idFromText, isCode, MAX_INT32 } from '../http/path-params.js';
 import { isReservedHeader } from './reserved-headers.js';
 import { CONTROL_CHARACTERS } from '../control-characters.js';
 
@@ -13,9 +13,7 @@ export type Checked<T> = { ok: true; value: T } | { ok: false; message: string }
 const ok = <T>(value: T): Checked<T> => ({ ok: true, value });
 const fail = <T>(message: string): Checked<T> => ({ ok: false, message });
 
-export { CODE_PATTERN };
-export const CODE_MAX_LENGTH = 100;
-
+/** A marketplace's or a webhook's code (the rule of path-params.ts), with the reason when it is not one. */
 export function checkCode(code: string): Checked<string> {
   return isCode(code) ? ok(code) : fail('must be 1 to 100 ASCII letters, digits, "_" or "-"');
 }
@@ -149,16 +147,14 @@ function printable(text: string): string {
 }
 
 export const ALL_SELLERS = '*';
-const MAX_SELLER_ID = MAX_INT32;
-const SELLER_ID_TEXT = /^[1-9][0-9]{0,9}$/;
 
 /** `*`, or a seller id as a positive integer (a JSON number, or its decimal text); stored as text. */
 export function normalizeSellerId(value: unknown): Checked<string> {
   const message = 'must be "*" or a seller id (a positive integer)';
   if (value === ALL_SELLERS) return ok(ALL_SELLERS);
   if (typeof value === 'number') {
-    return Number.isSafeInteger(value) && value > 0 && value <= MAX_SELLER_ID ? ok(String(value)) : fail(message);
+    return Number.isSafeInteger(value) && value > 0 && value <= MAX_INT32 ? ok(String(value)) : fail(message);
   }
-  if (typeof value === 'string' && SELLER_ID_TEXT.test(value) && Number(value) <= MAX_SELLER_ID) return ok(value);
+  if (typeof value === 'string' && idFromText(value) !== undefined) return ok(value);
   return fail(message);
 }

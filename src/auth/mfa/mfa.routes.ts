@@ -8,16 +8,17 @@ import { problemResponses } from '../../http/openapi.js';
 import { authenticate, userPrincipalOf } from '../authenticate.js';
 import { tokenRequestProof } from '../dpop-proof.js';
 import type { LoginGuards } from '../login-guards.js';
-import { PASSWORD_MAX_LENGTH } from '../password-strength.js';
+import { GivenPassword } from '../password-bounds.js';
 import { originOf } from '../request-origin.js';
 import { DpopHeaders, proofRefusal, TokenPairSchema } from '../token-pair-schema.js';
+import { MFA_CODE_MAX_LENGTH, MFA_CODE_MIN_LENGTH, MFA_TOKEN_MAX_LENGTH } from './mfa-fields.js';
 import { challengeUser, verifyLoginCode } from './mfa-login.js';
 import { deleteChallenge, findChallenge } from './mfa.repository.js';
 import { activateTotp, disableTotp, newRecoveryCodes, secondFactorStatus, startTotpEnrolment } from './mfa.service.js';
 
 // A TOTP code (6 digits) or a recovery code (XXXX-XXXX-XXXX); spaces are ignored.
-const Code = Type.String({ minLength: 6, maxLength: 32, description: 'A 6-digit code of the authenticator app, or (where stated) a recovery code.' });
-const MfaToken = Type.String({ minLength: 1, maxLength: 200, description: 'The mfa_token of a 401 mfa_required or mfa_enrollment_required login answer.' });
+const Code = Type.String({ minLength: MFA_CODE_MIN_LENGTH, maxLength: MFA_CODE_MAX_LENGTH, description: 'A 6-digit code of the authenticator app, or (where stated) a recovery code.' });
+const MfaToken = Type.String({ minLength: 1, maxLength: MFA_TOKEN_MAX_LENGTH, description: 'The mfa_token of a 401 mfa_required or mfa_enrollment_required login answer.' });
 
 const TotpEnrolmentSchema = Type.Object(
   {
@@ -33,7 +34,7 @@ const enrolmentDescription =
 /** The mfa_token of a body that is not checked by a schema: a string of sane length, or nothing. */
 function mfaTokenOf(body: unknown): string | undefined {
   const token = (body as { mfa_token?: unknown } | null | undefined)?.mfa_token;
-  return typeof token === 'string' && token.length > 0 && token.length <= 200 ? token : undefined;
+  return typeof token === 'string' && token.length > 0 && token.length <= MFA_TOKEN_MAX_LENGTH ? token : undefined;
 }
 
 /** The second factor routes under /api/v2/auth/mfa; registered by authRoutes with its login guards. */
@@ -158,7 +159,7 @@ export const mfaRoutes: FastifyPluginAsyncTypebox<FeatureDeps & { guards: LoginG
         summary: 'Ten new recovery codes, shown once',
         description: 'Replaces every earlier recovery code (used or not). Each code works once, in place of an authenticator code, at mfa/verify or to turn the second factor off. Needs an active authenticator (409) and the password (counted by the login limits; 401 invalid_credentials when wrong). Only hashes are kept: this answer is the one chance to see the codes.',
         security: [{ bearerAuth: [] }],
-        body: Type.Object({ password: Type.String({ minLength: 1, maxLength: PASSWORD_MAX_LENGTH }) }, { additionalProperties: false }),
+        body: Type.Object({ password: GivenPassword }, { additionalProperties: false }),
         response: {
           201: Type.Object({ recovery_codes: Type.Array(Type.String(), { minItems: 10, maxItems: 10 }) }, { additionalProperties: false }),
           ...problemResponses(401, 403, 409, 429, 503),

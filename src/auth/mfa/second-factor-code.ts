@@ -1,7 +1,7 @@
 import type { Queryable } from '../../db/database.js';
 import { decryptSecret } from '../../keys/secret-box.js';
 import { findTotp, useRecoveryCode, useTotpStep } from './mfa.repository.js';
-import { matchTotp } from './totp.js';
+import { isTotpCode, matchTotp } from './totp.js';
 
 export type CodeMethod = 'totp' | 'recovery_code';
 
@@ -14,7 +14,7 @@ export async function useSecondFactorCode(db: Queryable, mfaSecretsKey: Buffer, 
   const totp = await findTotp(db, userId);
   if (!totp?.activated_at) return undefined;
   const trimmed = code.replace(/\s/g, '');
-  if (/^\d{6}$/.test(trimmed)) {
+  if (isTotpCode(trimmed)) {
     const lastStep = totp.last_used_step === null ? null : Number(totp.last_used_step);
     const step = matchTotp(decryptSecret(mfaSecretsKey, totp.secret_encrypted), trimmed, now, lastStep);
     return step !== undefined && (await useTotpStep(db, userId, step)) ? 'totp' : undefined;

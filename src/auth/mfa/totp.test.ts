@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { base32Decode, base32Encode, hotp, matchTotp, otpauthUrl, totpAt } from './totp.js';
+import { MFA_CODE_MAX_LENGTH, MFA_CODE_MIN_LENGTH } from './mfa-fields.js';
+import { base32Decode, base32Encode, hotp, isTotpCode, matchTotp, newTotpSecret, otpauthUrl, totpAt } from './totp.js';
 import { newRecoveryCode, normalizeRecoveryCode } from './recovery-codes.js';
 
 describe('TOTP (RFC 6238)', () => {
@@ -56,5 +57,16 @@ describe('TOTP (RFC 6238)', () => {
     assert.match(code, /^[A-Z2-9]{4}-[A-Z2-9]{4}-[A-Z2-9]{4}$/);
     assert.equal(normalizeRecoveryCode(code.toLowerCase().replaceAll('-', ' ')), code.replaceAll('-', ''));
     assert.equal(normalizeRecoveryCode('short'), undefined);
+  });
+
+  // Issue 35: the six digits were written again as /^\d{6}$/ in totp.ts and second-factor-code.ts, and as a schema's 6.
+  test('a code has the form the apps make, for matching, for the choice of TOTP over recovery code, and within the fields\' bounds', () => {
+    const secret = newTotpSecret();
+    for (let minute = 0; minute < 60; minute++) {
+      const code = totpAt(secret, new Date(Date.UTC(2026, 0, 1, 0, minute)));
+      assert.equal(isTotpCode(code), true, code);
+      assert.ok(code.length >= MFA_CODE_MIN_LENGTH && code.length <= MFA_CODE_MAX_LENGTH);
+    }
+    for (const text of ['12345', '1234567', '12345a', ' 123456', '１２３４５６']) assert.equal(isTotpCode(text), false, text);
   });
 });

@@ -10,6 +10,10 @@ export const TOTP_DIGITS = 6;
 /** Codes of the step before and after the current one are accepted too (clock drift, typing time). */
 export const TOTP_WINDOW_STEPS = 1;
 
+const TOTP_CODE = new RegExp(`^\\d{${TOTP_DIGITS}}$`);
+/** Whether a text has the form of a code (TOTP_DIGITS digits), before any secret is looked at. */
+export const isTotpCode = (code: string): boolean => TOTP_CODE.test(code);
+
 const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
 
 /** A new secret of 20 random bytes (RFC 4226's recommended length), in base32 as apps expect. */
@@ -71,7 +75,7 @@ export const totpAt = (secret: string, at: Date): string => hotp(base32Decode(se
  * step used: a code is good once); undefined when none matches. Compares in constant time.
  */
 export function matchTotp(secret: string, code: string, at: Date, afterStep: number | null): number | undefined {
-  if (!/^\d{6}$/.test(code)) return undefined;
+  if (!isTotpCode(code)) return undefined;
   const key = base32Decode(secret);
   const current = timeStepOf(at);
   let matched: number | undefined;

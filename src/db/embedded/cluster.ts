@@ -88,8 +88,7 @@ function writePrivateFile(path: string, content: string, runAs?: SystemUser): vo
 /**
  * Initialises DATA_DIR/postgres on first start (initdb), then only reads its credentials. Access
  * is by password (SCRAM) on the Unix socket and on 127.0.0.1 alike, never `trust`.
- */
-/**
+ *
  * `serverDir`: where the cluster lives (DATA_DIR, or its relocation: server-user-access.ts). The
  * credentials stay in DATA_DIR, where the clients of a running server look for them (client.ts).
  */

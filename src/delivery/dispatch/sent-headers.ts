@@ -1,10 +1,11 @@
+import { looksSecret } from '../../secret-names.js';
+
 /**
  * What an attempt records of the request it sent. The signature headers are kept as they are (a
  * receiver's developer compares them with what their code computed; an HMAC reveals no secret);
  * the webhook's own headers often carry credentials (Authorization, X-Api-Key), so a value whose
  * name looks secret is masked down to a short prefix that still tells which credential was sent.
  */
-const SECRET_LOOKING_NAME = /auth|token|secret|key|pass|signature|cookie|credential|session|bearer/i;
 const NEVER_MASKED = new Set(['webhook-id', 'webhook-timestamp', 'webhook-signature', 'content-type', 'user-agent']);
 const VISIBLE_PREFIX = 4;
 
@@ -19,7 +20,7 @@ export function recordedHeaders(sent: Record<string, string> | null): Record<str
   if (!sent) return null;
   const recorded: Record<string, string> = {};
   for (const [name, value] of Object.entries(sent)) {
-    recorded[name] = !NEVER_MASKED.has(name) && SECRET_LOOKING_NAME.test(name) ? maskValue(value) : value;
+    recorded[name] = !NEVER_MASKED.has(name) && looksSecret(name) ? maskValue(value) : value;
   }
   return recorded;
 }

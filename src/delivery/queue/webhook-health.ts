@@ -39,8 +39,10 @@ export async function noteWebhookFailure(db: Queryable, webhookIds: readonly num
   return rows.filter((row) => row.disabled).map((row) => row.id);
 }
 
-/** The receiver answered 410 Gone: it asked for no more notifications. */
-/** Returns the ids of the webhooks it disabled (those still active). */
+/**
+ * The receiver answered 410 Gone: it asked for no more notifications. Returns the ids of the
+ * webhooks it disabled (those still active).
+ */
 export async function disableGoneWebhook(db: Queryable, webhookIds: readonly number[], clockOffsetMs: number): Promise<number[]> {
   if (webhookIds.length === 0) return [];
   const { rows } = await db.query<{ id: number }>(

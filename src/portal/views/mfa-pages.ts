@@ -1,10 +1,11 @@
+import { MFA_CODE_MAX_LENGTH } from '../../auth/mfa/mfa-fields.js';
 import { html, type Html } from '../html.js';
 import { csrfField, page, timestamp, type PageContext } from './layout.js';
 
 const codeField = (error?: string) => html`<div class="field">
     <label for="code">Code</label>
     <p class="hint" id="code-hint">The 6-digit code your authenticator app shows.</p>
-    <input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" required maxlength="32" aria-describedby="code-hint"${error ? html` aria-invalid="true"` : html``}>
+    <input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" required maxlength="${MFA_CODE_MAX_LENGTH}" aria-describedby="code-hint"${error ? html` aria-invalid="true"` : html``}>
   </div>`;
 
 const alert = (error?: string) => error && html`<div class="alert error" role="alert"><p>${error}</p></div>`;
