@@ -1,7 +1,7 @@
 import type { Database } from '../../db/database.js';
 import { allocateSlots, type DueWebhook, type TenantLoad } from './fair-share.js';
 import { lockDueWebhooks } from './lock-due-webhooks.js';
-import { readDueStreams, STREAMS_PER_CLAIM, type DueStreams } from './read-due-streams.js';
+import { readDueStreams, STREAMS_PER_CLAIM, type DueStreams, type StreamRead } from './read-due-streams.js';
 import { takeRows, type ClaimedDelivery } from './take-rows.js';
 
 export interface ClaimRequest {
@@ -112,12 +112,13 @@ function dueWork(read: DueStreams, request: ClaimRequest): { webhooks: DueWebhoo
     loads.set(lease.tenant, load);
     workers.add(lease.leased_by);
   }
+  const streams = streamsOf(read);
   const webhooks = read.webhooks.map(({ webhook_id: webhookId, tenant }) => ({
     webhookId,
     tenant,
     inFlight: webhookLoad.get(webhookId) ?? 0,
-    streams: read.streams
-      .filter((stream) => stream.webhook_id === webhookId && stream.due > 0)
+    streams: (streams.get(webhookId) ?? [])
+      .filter((stream) => stream.due > 0)
       .map((stream) => ({ key: stream.key, due: stream.due, inFlight: streamLoad.get(`${webhookId}:${stream.key}`) ?? 0 })),
   }));
   return { webhooks, loads, workers: workers.size };
@@ -131,9 +132,10 @@ function dueWork(read: DueStreams, request: ClaimRequest): { webhooks: DueWebhoo
  */
 function moveStreamCursors(position: ClaimPosition, read: DueStreams, quotas: readonly { webhookId: number; key: string }[]): void {
   if (position.streamCursors.size >= MAX_STREAM_CURSORS) position.streamCursors.clear();
-  for (const webhookId of new Set(read.streams.map((stream) => stream.webhook_id))) {
-    const streams = read.streams.filter((stream) => stream.webhook_id === webhookId);
-    const given = new Set(quotas.filter((quota) => quota.webhookId === webhookId).map((quota) => quota.key));
+  const givenKeys = new Map<number, Set<string>>();
+  for (const quota of quotas) givenKeys.set(quota.webhookId, (givenKeys.get(quota.webhookId) ?? new Set()).add(quota.key));
+  for (const [webhookId, streams] of streamsOf(read)) {
+    const given = givenKeys.get(webhookId) ?? new Set<string>();
     if (given.size === 0) continue;
     const lastGiven = streams.findLast((stream) => given.has(stream.key))!;
     const left = streams.some((stream) => stream.due > 0 && !given.has(stream.key));
@@ -141,4 +143,15 @@ function moveStreamCursors(position: ClaimPosition, read: DueStreams, quotas: re
     if (cursor === undefined) position.streamCursors.delete(webhookId);
     else position.streamCursors.set(webhookId, cursor);
   }
+}
+
+/** The streams read, per webhook, in scan order (one pass: a claim reads up to 32 per locked webhook). */
+function streamsOf(read: DueStreams): Map<number, StreamRead[]> {
+  const byWebhook = new Map<number, StreamRead[]>();
+  for (const stream of read.streams) {
+    const list = byWebhook.get(stream.webhook_id);
+    if (list) list.push(stream);
+    else byWebhook.set(stream.webhook_id, [stream]);
+  }
+  return byWebhook;
 }
