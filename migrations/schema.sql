@@ -64,10 +64,12 @@ CREATE TABLE deliveries (
   last_error text,
   created_at timestamp with time zone NOT NULL,
   updated_at timestamp with time zone NOT NULL,
-  completed_at timestamp with time zone
+  completed_at timestamp with time zone,
+  sequence bigint NOT NULL,
+  superseded_by bigint
 ) PARTITION BY LIST (status);
 
-CREATE TABLE deliveries_at_rest PARTITION OF deliveries FOR VALUES IN ('succeeded', 'failed', 'held');
+CREATE TABLE deliveries_at_rest PARTITION OF deliveries FOR VALUES IN ('succeeded', 'failed', 'held', 'superseded');
 
 CREATE TABLE deliveries_queue PARTITION OF deliveries FOR VALUES IN ('pending', 'delivering') WITH (vacuum_truncate=false);
 
@@ -86,6 +88,12 @@ CREATE TABLE delivery_attempts (
 CREATE TABLE dpop_proofs (
   key bytea NOT NULL,
   expires_at timestamp with time zone NOT NULL
+);
+
+CREATE TABLE entity_sequences (
+  webhook_id bigint NOT NULL,
+  entity_key text NOT NULL,
+  last_sequence bigint NOT NULL
 );
 
 CREATE TABLE events (
@@ -320,7 +328,8 @@ CREATE TABLE webhooks (
   updated_at timestamp with time zone NOT NULL DEFAULT now(),
   last_success_at timestamp with time zone,
   failing_since timestamp with time zone,
-  headers_encrypted text
+  headers_encrypted text,
+  delivery_mode text NOT NULL DEFAULT 'all'::text
 );
 
 ALTER TABLE admin_audit ADD CONSTRAINT admin_audit_pkey PRIMARY KEY (id);
@@ -353,13 +362,17 @@ ALTER TABLE deliveries ADD CONSTRAINT deliveries_message_id_key UNIQUE (message_
 
 ALTER TABLE deliveries ADD CONSTRAINT deliveries_pkey PRIMARY KEY (id, status);
 
-ALTER TABLE deliveries ADD CONSTRAINT deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'delivering'::text, 'succeeded'::text, 'failed'::text, 'held'::text])));
+ALTER TABLE deliveries ADD CONSTRAINT deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'delivering'::text, 'succeeded'::text, 'failed'::text, 'held'::text, 'superseded'::text])));
 
 ALTER TABLE deliveries ADD CONSTRAINT deliveries_webhook_id_fkey FOREIGN KEY (webhook_id) REFERENCES webhooks(id) ON DELETE CASCADE;
 
 ALTER TABLE delivery_attempts ADD CONSTRAINT delivery_attempts_pkey PRIMARY KEY (id);
 
 ALTER TABLE dpop_proofs ADD CONSTRAINT dpop_proofs_pkey PRIMARY KEY (key);
+
+ALTER TABLE entity_sequences ADD CONSTRAINT entity_sequences_pkey PRIMARY KEY (webhook_id, entity_key);
+
+ALTER TABLE entity_sequences ADD CONSTRAINT entity_sequences_webhook_id_fkey FOREIGN KEY (webhook_id) REFERENCES webhooks(id) ON DELETE CASCADE;
 
 ALTER TABLE events ADD CONSTRAINT events_created_by_api_key_fkey FOREIGN KEY (created_by_api_key) REFERENCES api_keys(id);
 
@@ -489,6 +502,8 @@ ALTER TABLE webhooks ADD CONSTRAINT webhooks_callback_url_check CHECK ((length(c
 
 ALTER TABLE webhooks ADD CONSTRAINT webhooks_code_check CHECK ((code ~ '^[A-Za-z0-9_-]{1,100}$'::text));
 
+ALTER TABLE webhooks ADD CONSTRAINT webhooks_delivery_mode_check CHECK ((delivery_mode = ANY (ARRAY['all'::text, 'latest'::text])));
+
 ALTER TABLE webhooks ADD CONSTRAINT webhooks_headers_check CHECK ((jsonb_typeof(headers) = 'object'::text));
 
 ALTER TABLE webhooks ADD CONSTRAINT webhooks_marketplace_code_fkey FOREIGN KEY (marketplace_code) REFERENCES marketplaces(code);
@@ -517,13 +532,17 @@ CREATE INDEX deliveries_event ON ONLY public.deliveries USING btree (event_id);
 
 CREATE INDEX deliveries_webhook_created ON ONLY public.deliveries USING btree (webhook_id, created_at DESC, id DESC);
 
+CREATE INDEX deliveries_webhook_id ON ONLY public.deliveries USING btree (webhook_id, id);
+
 CREATE INDEX deliveries_at_rest_event_id_idx ON public.deliveries_at_rest USING btree (event_id);
 
 CREATE INDEX deliveries_at_rest_webhook_id_created_at_id_idx ON public.deliveries_at_rest USING btree (webhook_id, created_at DESC, id DESC);
 
+CREATE INDEX deliveries_at_rest_webhook_id_id_idx ON public.deliveries_at_rest USING btree (webhook_id, id);
+
 CREATE INDEX deliveries_failed_webhook_created ON public.deliveries_at_rest USING btree (webhook_id, created_at) WHERE (status = 'failed'::text);
 
-CREATE INDEX deliveries_finished_age ON public.deliveries_at_rest USING btree (COALESCE(completed_at, updated_at)) WHERE (status = ANY (ARRAY['succeeded'::text, 'failed'::text]));
+CREATE INDEX deliveries_finished_age ON public.deliveries_at_rest USING btree (COALESCE(completed_at, updated_at)) WHERE (status = ANY (ARRAY['succeeded'::text, 'failed'::text, 'superseded'::text]));
 
 CREATE INDEX deliveries_held ON public.deliveries_at_rest USING btree (webhook_id, id) WHERE (status = 'held'::text);
 
@@ -538,6 +557,8 @@ CREATE INDEX deliveries_pending_webhook_due ON public.deliveries_queue USING btr
 CREATE INDEX deliveries_queue_event_id_idx ON public.deliveries_queue USING btree (event_id);
 
 CREATE INDEX deliveries_queue_webhook_id_created_at_id_idx ON public.deliveries_queue USING btree (webhook_id, created_at DESC, id DESC);
+
+CREATE INDEX deliveries_queue_webhook_id_id_idx ON public.deliveries_queue USING btree (webhook_id, id);
 
 CREATE INDEX deliveries_unfinished_entity ON public.deliveries_queue USING btree (entity_key, webhook_id, id);
 

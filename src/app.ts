@@ -32,6 +32,7 @@ import { webhookRoutes } from './webhooks/webhooks.routes.js';
 import { webhookHistoryRoutes } from './webhooks/webhook-history.routes.js';
 import { eventRoutes } from './events/events.routes.js';
 import { deliveryRoutes } from './delivery/deliveries.routes.js';
+import { notificationFeedRoutes } from './delivery/notifications.routes.js';
 import { createMetrics } from './metrics.js';
 import { requestMetrics } from './http/request-metrics.js';
 import { refuseTrailingSlash } from './http/trailing-slash.js';
@@ -109,6 +110,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(webhookHistoryRoutes, feature);
   await app.register(eventRoutes, feature);
   await app.register(deliveryRoutes, feature);
+  await app.register(notificationFeedRoutes, feature);
   await app.register(testNotificationRoutes, feature);
   await app.register(adminRoutes, feature);
   await app.register(jwksRoutes, feature);

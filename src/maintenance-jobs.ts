@@ -24,7 +24,7 @@ export function maintenanceJobs(config: Config, logger: FastifyBaseLogger): Main
         return disabled.length;
       },
     },
-    { name: 'delivery-retention', intervalSeconds, run: (db, now) => pruneExpired(db, now, config.DELIVERY_RETENTION_DAYS) },
+    { name: 'delivery-retention', intervalSeconds, run: (db, now) => pruneExpired(db, now, config.DELIVERY_RETENTION_DAYS, config.NOTIFICATION_RETENTION_DAYS) },
     {
       name: 'auth-records',
       intervalSeconds,

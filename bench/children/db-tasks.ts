@@ -190,8 +190,8 @@ async function bulkInsertCeiling(job: WithEnv & { marketplace: string; sellerId:
       const started = performance.now();
       rows = await db.transaction(async (tx) => {
         const result = await tx.query(
-          `INSERT INTO deliveries (event_id, webhook_id, entity_key, message_id, status, attempts, next_attempt_at, created_at, updated_at)
-           SELECT $1, w.id, 'ceiling', 'msg_' || replace(gen_random_uuid()::text, '-', ''), 'pending', 0, $3, $3, $3
+          `INSERT INTO deliveries (event_id, webhook_id, entity_key, message_id, status, attempts, next_attempt_at, created_at, updated_at, sequence)
+           SELECT $1, w.id, 'ceiling', 'msg_' || replace(gen_random_uuid()::text, '-', ''), 'pending', 0, $3, $3, $3, 1
              FROM webhooks w WHERE w.marketplace_code = $2`,
           [eventRowId, job.marketplace, now],
         );

@@ -46,8 +46,8 @@ async function seed(db: Queryable, layout: Layout): Promise<void> {
     [layout.deliveries],
   );
   await db.query(
-    `INSERT INTO deliveries (event_id, webhook_id, entity_key, message_id, status, next_attempt_at, created_at, updated_at)
-     SELECT e.id, w.first + e.id % $1, e.entity_id, 'msg_' || e.id, 'pending', now() - interval '1 minute', now(), now()
+    `INSERT INTO deliveries (event_id, webhook_id, entity_key, message_id, status, next_attempt_at, created_at, updated_at, sequence)
+     SELECT e.id, w.first + e.id % $1, e.entity_id, 'msg_' || e.id, 'pending', now() - interval '1 minute', now(), now(), e.id
        FROM events e, (SELECT min(id) AS first FROM webhooks) w`,
     [layout.busyWebhooks],
   );

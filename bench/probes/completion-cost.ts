@@ -46,8 +46,8 @@ async function seed(db: Database): Promise<void> {
     [DELIVERIES / WEBHOOKS, WEBHOOKS],
   );
   await db.query(
-    `INSERT INTO deliveries (event_id, webhook_id, entity_key, message_id, status, next_attempt_at, created_at, updated_at, leased_by, lease_expires_at)
-     SELECT e.id, w.id, e.entity_id, 'msg_' || e.id || '_' || w.id, 'delivering', now(), now(), now(), 'probe', now() + interval '1 hour'
+    `INSERT INTO deliveries (event_id, webhook_id, entity_key, message_id, status, next_attempt_at, created_at, updated_at, leased_by, lease_expires_at, sequence)
+     SELECT e.id, w.id, e.entity_id, 'msg_' || e.id || '_' || w.id, 'delivering', now(), now(), now(), 'probe', now() + interval '1 hour', e.id
        FROM events e, webhooks w ORDER BY e.id, w.id`,
   );
   await db.exec(`VACUUM ANALYZE`);

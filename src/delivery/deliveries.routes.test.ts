@@ -71,6 +71,9 @@ describe('seeing and steering deliveries', () => {
       completed_at: null,
       // The same order as ids[1], still pending: per-entity order makes this one wait for it.
       blocked_by: ids[1],
+      // The third notification of this order for this webhook.
+      sequence: 3,
+      superseded_by: null,
     });
     await assertNearNow(items[0].next_attempt_at);
     assert.equal(items[2].status, 'failed');

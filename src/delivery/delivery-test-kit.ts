@@ -157,8 +157,10 @@ export async function seedDelivery(
   );
   const messageId = `msg_${randomBytes(12).toString('hex')}`;
   const delivery = await db.query<{ id: number }>(
-    `INSERT INTO deliveries (event_id, webhook_id, entity_key, message_id, status, next_attempt_at, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, 'pending', $5, $5, $5) RETURNING id`,
+    // The next number of the entity, as the intake's counter would give it (entity_sequences).
+    `INSERT INTO deliveries (event_id, webhook_id, entity_key, message_id, status, next_attempt_at, created_at, updated_at, sequence)
+     VALUES ($1, $2, $3, $4, 'pending', $5, $5, $5,
+             (SELECT coalesce(max(sequence), 0) + 1 FROM deliveries WHERE webhook_id = $2 AND entity_key = $3)) RETURNING id`,
     [event.rows[0]!.id, webhook.id, entityKey, messageId, options.now],
   );
   return { id: delivery.rows[0]!.id, messageId, eventRowId: event.rows[0]!.id };

@@ -72,10 +72,8 @@ export interface FanOut {
  */
 export async function createDeliveries(db: Queryable, fanOut: FanOut): Promise<number> {
   const { rows } = await db.query<{ count: number }>(
-    `WITH created AS (
-       INSERT INTO deliveries (event_id, webhook_id, entity_key, message_id, status, attempts, next_attempt_at, created_at, updated_at)
-       SELECT $1, w.id, $4, 'msg_' || replace(gen_random_uuid()::text, '-', ''),
-              CASE WHEN w.active THEN 'pending' ELSE 'held' END, 0, ${dbNow(8)}, $6, $6
+    `WITH matched AS (
+       SELECT w.id, w.active
          FROM webhooks w
         WHERE w.marketplace_code = $2
           -- 'disabled_by_user' is DISABLED_BY_USER (webhooks.repository.ts) and 'tenant_deactivated'
@@ -92,6 +90,14 @@ export async function createDeliveries(db: Queryable, fanOut: FanOut): Promise<n
           )
         ORDER BY w.id
           FOR KEY SHARE OF w
+     ),
+     ${NUMBERED}
+     created AS (
+       INSERT INTO deliveries (event_id, webhook_id, entity_key, message_id, status, attempts, next_attempt_at, created_at, updated_at, sequence)
+       SELECT $1, m.id, $4, 'msg_' || replace(gen_random_uuid()::text, '-', ''),
+              CASE WHEN m.active THEN 'pending' ELSE 'held' END, 0, ${dbNow(8)}, $6, $6, n.sequence
+         FROM matched m JOIN numbered n ON n.webhook_id = m.id
+        ORDER BY m.id
        RETURNING 1
      )
      SELECT count(*)::int AS count FROM created`,
@@ -99,6 +105,21 @@ export async function createDeliveries(db: Queryable, fanOut: FanOut): Promise<n
   );
   return rows[0]!.count;
 }
+
+/**
+ * Issue 30: each delivery's plaza-entity-sequence, the next number of its (webhook, entity) counter
+ * (entity_sequences), upserted in the fan-out's statement, in webhook id order (the order of the
+ * webhook locks above, so two intakes never wait for each other crosswise). A second intake of the
+ * same entity waits on the counter row until the first commits, then numbers after it; its
+ * delivery ids are drawn after that wait, so the numbers of an entity follow the delivery ids.
+ * $4 is the entity key.
+ */
+const NUMBERED = `numbered AS (
+       INSERT INTO entity_sequences AS s (webhook_id, entity_key, last_sequence)
+       SELECT m.id, $4, 1 FROM matched m ORDER BY m.id
+           ON CONFLICT (webhook_id, entity_key) DO UPDATE SET last_sequence = s.last_sequence + 1
+       RETURNING s.webhook_id, s.last_sequence AS sequence
+     ),`;
 
 /**
  * The fan-out's count, and the body when a delivery will send it. An event that matched no webhook

@@ -23,6 +23,7 @@ export const errorCatalog = {
   webhook_limit_reached: { status: 409, title: 'The webhook limit is reached' },
   conflict: { status: 409, title: 'Conflict with the current state' },
   tenant_inactive: { status: 409, title: 'The seller or marketplace is deactivated' },
+  cursor_expired: { status: 410, title: 'The cursor is older than the retention; notifications after it may have been pruned' },
   payload_too_large: { status: 413, title: 'The body is too large' },
   uri_too_long: { status: 414, title: 'A path segment is too long' },
   unsupported_media_type: { status: 415, title: 'Unsupported content type; send application/json' },

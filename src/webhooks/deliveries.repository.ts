@@ -5,10 +5,11 @@ export const DELIVERY_CHANNEL = 'plaza_deliveries';
 
 /**
  * pending: waiting for its (next) attempt; delivering: a worker holds its lease; succeeded; failed:
- * retries exhausted or 410 Gone; held: recorded while its webhook is paused. A webhook's deletion
- * deletes its deliveries: there is no "cancelled" state.
+ * retries exhausted or 410 Gone; held: recorded while its webhook is paused; superseded: a webhook in latest-state mode got a newer
+ * notification of the same entity before this one was sent (superseded_by names it), so this one
+ * is never sent. A webhook's deletion deletes its deliveries: there is no "cancelled" state.
  */
-export const DELIVERY_STATUSES = ['pending', 'delivering', 'succeeded', 'failed', 'held'] as const;
+export const DELIVERY_STATUSES = ['pending', 'delivering', 'succeeded', 'failed', 'held', 'superseded'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 /** Wakes the workers; inside a transaction the notification leaves only on commit. */

@@ -12,6 +12,8 @@ export interface Notification {
   url: string;
   messageId: string;
   body: string;
+  /** The plaza-entity-sequence header (issue 30); not covered by the signature. */
+  sequence?: number;
   /** HMAC keys: the current secret, plus the previous one during a rotation. */
   keys: readonly Buffer[];
   headers: Record<string, string>;
@@ -33,6 +35,9 @@ export interface SendResult {
   requestHeaders: Record<string, string> | null;
 }
 
+/** The notification's position among its webhook's notifications of the same entity, from 1 (docs/webhooks.md). */
+export const ENTITY_SEQUENCE_HEADER = 'plaza-entity-sequence';
+
 export function notificationHeaders(notification: Notification): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(notification.headers)) {
@@ -44,6 +49,7 @@ export function notificationHeaders(notification: Notification): Record<string, 
   headers['webhook-id'] = notification.messageId;
   headers['webhook-timestamp'] = String(notification.timestampSeconds);
   headers['webhook-signature'] = signatureHeader(notification.keys, notification.messageId, notification.timestampSeconds, notification.body);
+  if (notification.sequence !== undefined) headers[ENTITY_SEQUENCE_HEADER] = String(notification.sequence);
   return headers;
 }
 

@@ -6,7 +6,7 @@ import { looksSecret } from '../../secret-names.js';
  * the webhook's own headers often carry credentials (Authorization, X-Api-Key), so a value whose
  * name looks secret is masked down to a short prefix that still tells which credential was sent.
  */
-const NEVER_MASKED = new Set(['webhook-id', 'webhook-timestamp', 'webhook-signature', 'content-type', 'user-agent']);
+const NEVER_MASKED = new Set(['webhook-id', 'webhook-timestamp', 'webhook-signature', 'content-type', 'user-agent', 'plaza-entity-sequence']);
 const VISIBLE_PREFIX = 4;
 
 export const MASK = '…[masked]';

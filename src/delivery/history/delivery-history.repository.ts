@@ -17,6 +17,10 @@ export interface DeliverySummary {
   completed_at: Date | null;
   /** The earlier delivery of the same webhook and entity that this pending one waits for; null when it waits for none. */
   blocked_by: number | null;
+  /** Its plaza-entity-sequence header. */
+  sequence: number;
+  /** The delivery that superseded this one (latest-state mode); null unless superseded. */
+  superseded_by: number | null;
 }
 
 export interface DeliveryAttempt {
@@ -39,7 +43,7 @@ export interface DeliveryAttempt {
 const SUMMARY_COLUMNS = `
   d.id, e.event_id, e.body->>'topic_path' AS topic_path, d.status, d.attempts,
   CASE WHEN d.status IN ('pending', 'delivering') THEN d.next_attempt_at END AS next_attempt_at,
-  d.last_status_code, d.last_error, d.created_at, d.completed_at,
+  d.last_status_code, d.last_error, d.created_at, d.completed_at, d.sequence, d.superseded_by,
   CASE WHEN d.status = 'pending' THEN
     (SELECT min(x.id) FROM deliveries_queue x WHERE x.entity_key = d.entity_key AND x.webhook_id = d.webhook_id AND x.id < d.id)
   END AS blocked_by`;
@@ -93,12 +97,13 @@ export async function listAttempts(db: Queryable, deliveryId: number): Promise<D
 const requeue = (offsetParameter: number) =>
   `status = 'pending', next_attempt_at = ${dbNow(offsetParameter)}, updated_at = ${dbNow(offsetParameter)}, completed_at = NULL, leased_by = NULL, lease_expires_at = NULL`;
 
-export type RetryOutcome = 'queued' | 'not_found' | 'delivering' | 'held';
+export type RetryOutcome = 'queued' | 'not_found' | 'delivering' | 'held' | 'superseded';
 
 /**
  * Sends a delivery again now, unless a worker is sending it at this moment, or a pause holds it (the
- * resume sends it, in order; made pending here it would leave the held count while still waiting);
- * one statement.
+ * resume sends it, in order; made pending here it would leave the held count while still waiting),
+ * or a newer notification of its entity superseded it (latest-state mode: sending it now would
+ * deliver a stale state after the newer one); one statement.
  */
 export async function requeueDelivery(db: Queryable, webhookId: number, deliveryId: number, clockOffsetMs: number): Promise<RetryOutcome> {
   const { rows } = await db.query<{ status: DeliveryStatus; requeued: boolean }>(
@@ -106,7 +111,7 @@ export async function requeueDelivery(db: Queryable, webhookId: number, delivery
        SELECT id, status FROM deliveries WHERE id = $2 AND webhook_id = $1 FOR UPDATE
      ), requeued AS (
        UPDATE deliveries d SET ${requeue(3)}
-         FROM target t WHERE d.id = t.id AND t.status NOT IN ('delivering', 'held')
+         FROM target t WHERE d.id = t.id AND t.status NOT IN ('delivering', 'held', 'superseded')
        RETURNING d.id
      )
      SELECT t.status, EXISTS (SELECT 1 FROM requeued) AS requeued FROM target t`,
@@ -115,7 +120,7 @@ export async function requeueDelivery(db: Queryable, webhookId: number, delivery
   const row = rows[0];
   if (!row) return 'not_found';
   if (row.requeued) return 'queued';
-  return row.status === 'held' ? 'held' : 'delivering';
+  return row.status === 'held' || row.status === 'superseded' ? row.status : 'delivering';
 }
 
 export interface EventView {

@@ -18,6 +18,7 @@ export const DELIVERY_NOT_FOUND = 'The delivery does not exist for this webhook.
 export const RETRY_REFUSED = {
   delivering: 'The delivery is being sent right now; retry once this attempt has finished.',
   held: 'The delivery is held while its webhook is paused; resuming the webhook sends it.',
+  superseded: 'The delivery was superseded by a newer notification of the same entity (latest-state mode); that one is sent instead.',
 } as const;
 
 /** The webhook whose deliveries are read or steered (already checked to be the caller's), for its history rows too. */

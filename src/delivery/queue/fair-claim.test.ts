@@ -139,8 +139,8 @@ describe('fair claiming between tenants and workers', () => {
       [ctx.clock.now(), total],
     );
     await ctx.db.query(
-      `INSERT INTO deliveries (event_id, webhook_id, entity_key, message_id, status, next_attempt_at, created_at, updated_at)
-       SELECT e.id, ($2::bigint[])[1 + (row_number() OVER (ORDER BY e.id) - 1) % $3], e.entity_id, 'msg_' || e.id, 'pending', $1, $1, $1
+      `INSERT INTO deliveries (event_id, webhook_id, entity_key, message_id, status, next_attempt_at, created_at, updated_at, sequence)
+       SELECT e.id, ($2::bigint[])[1 + (row_number() OVER (ORDER BY e.id) - 1) % $3], e.entity_id, 'msg_' || e.id, 'pending', $1, $1, $1, e.id
          FROM events e WHERE e.event_id LIKE 'bulk-%'`,
       [ctx.clock.now(), webhooks.map((webhook) => webhook.id), webhooks.length],
     );

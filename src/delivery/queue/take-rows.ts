@@ -20,6 +20,8 @@ export interface ClaimedDelivery {
   previous_secret_expires_at: Date | null;
   /** The event's notification body as stored, sent byte for byte. */
   body: string;
+  /** Its position among the webhook's notifications of its entity (the plaza-entity-sequence header). */
+  sequence: number;
 }
 
 /**
@@ -60,11 +62,11 @@ export async function takeRows(
               lease_expires_at = ${dbNow(1)} + make_interval(secs => $6), updated_at = ${dbNow(1)}
         -- = ANY(ARRAY(…)) rather than a join to the CTE: the few rows by primary key, not a hash of the queue.
         WHERE d.id = ANY(ARRAY(SELECT id FROM locked)) AND d.status = 'pending'
-        RETURNING d.id, d.message_id, d.webhook_id, d.attempts, d.event_id
+        RETURNING d.id, d.message_id, d.webhook_id, d.attempts, d.event_id, d.sequence
      )
      -- The webhook and the event of each row by primary key, one probe each: as a join, the planner
      -- merged the rows with an ordered scan of all webhooks (16 ms at 10 000 webhooks).
-     SELECT t.id, t.message_id, t.webhook_id, h.tenant_kind || ':' || h.tenant_id AS tenant, t.attempts, h.callback_url,
+     SELECT t.id, t.message_id, t.webhook_id, t.sequence, h.tenant_kind || ':' || h.tenant_id AS tenant, t.attempts, h.callback_url,
             h.headers, h.headers_encrypted, h.secret_encrypted, h.previous_secret_encrypted, h.previous_secret_expires_at,
             (SELECT e.body::text FROM events e WHERE e.id = t.event_id) AS body
        FROM taken t
