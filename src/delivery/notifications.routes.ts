@@ -49,10 +49,10 @@ export const notificationFeedRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = as
     },
     async (request, reply) => {
       const webhook = await loadWebhookForPrincipal(deps.db, principalOf(request), request.params.marketplace_code, request.params.code);
-      // The waiting request ends when its client goes away.
+      // A waiting request stops waiting when its client goes away (the response closes unanswered).
       const gone = new AbortController();
       const onClose = () => gone.abort();
-      request.raw.socket?.once('close', onClose);
+      reply.raw.once('close', onClose);
       try {
         const page = await feed.page(webhook.id, {
           after: request.query.after,
@@ -64,7 +64,7 @@ export const notificationFeedRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = as
         // Written by hand (FeedPageSchema documents it): the bodies go out byte for byte (itemJson).
         return reply.type('application/json; charset=utf-8').send(`{"items":[${page.rows.map(itemJson).join(',')}],"next_cursor":${JSON.stringify(page.nextCursor)}}` as never);
       } finally {
-        request.raw.socket?.removeListener('close', onClose);
+        reply.raw.removeListener('close', onClose);
       }
     },
   );
