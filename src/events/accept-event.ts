@@ -11,6 +11,7 @@ import { buildNotification, matchingTopics } from './envelope.js';
 import type { EventAccepted, EventBody } from './event-schema.js';
 import { createDeliveries, findEvent, insertEvent, setDeliveryCount } from './events.repository.js';
 import { validateEvent } from './validate-event.js';
+import { supersedeEarlier } from './supersede.js';
 
 /** JSON with object keys sorted, so that the same event sent with another key order hashes the same. */
 export function canonicalJson(value: unknown): string {
@@ -133,6 +134,7 @@ async function insertWithDeliveries(
       now,
       clockOffsetMs: clockOffsetMs(clock),
     });
+    if (count > 0) await supersedeEarlier(tx, rowId, clockOffsetMs(clock));
     await setDeliveryCount(tx, rowId, count, body);
     if (count > 0) await notifyDeliveryWorkers(tx);
     return { accepted: { event_id: eventId, deliveries: count }, inserted: true };

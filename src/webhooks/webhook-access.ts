@@ -27,7 +27,17 @@ export interface WebhookRow {
   updated_at: Date;
   last_success_at: Date | null;
   failing_since: Date | null;
+  /** 'all', or 'latest': a new notification of an entity supersedes its unsent ones (DELIVERY_MODES). */
+  delivery_mode: DeliveryMode;
 }
+
+/**
+ * What a webhook is sent: every notification ('all', the default), or per entity only the newest of
+ * those not sent yet ('latest'): a new notification supersedes the webhook's pending and held ones
+ * of the same entity (events/supersede.ts).
+ */
+export const DELIVERY_MODES = ['all', 'latest'] as const;
+export type DeliveryMode = (typeof DELIVERY_MODES)[number];
 
 /** The owner a principal creates webhooks as, and the only webhooks a non-admin may see. */
 export interface Tenant {

@@ -106,6 +106,8 @@ export function createdFields(webhook: WebhookRow): FieldChange[] {
     { field: 'code', after: webhook.code },
     { field: 'topic', after: webhook.topic },
     ...Object.entries(values).map(([field, after]) => ({ field, after })),
+    // Listed when it is not the default, so that the record of a webhook created as before stays as it was.
+    ...(webhook.delivery_mode === 'latest' ? [{ field: 'delivery_mode', after: webhook.delivery_mode }] : []),
   ];
 }
 
@@ -123,6 +125,7 @@ export function changedFields(before: WebhookRow, after: WebhookRow): FieldChang
   if (before.seller_id !== after.seller_id) changes.push({ field: 'seller_id', before: from.seller_id, after: to.seller_id });
   if (!sameHeaders(before.headers, after.headers)) changes.push({ field: 'headers', before: from.headers, after: to.headers });
   if (before.active !== after.active) changes.push({ field: 'active', before: from.active, after: to.active });
+  if (before.delivery_mode !== after.delivery_mode) changes.push({ field: 'delivery_mode', before: before.delivery_mode, after: after.delivery_mode });
   return changes;
 }
 

@@ -19,6 +19,7 @@ export function toWebhookResponse(row: WebhookRow, heldCount = 0) {
     disabled_at: iso(row.disabled_at),
     last_success_at: iso(row.last_success_at),
     failing_since: iso(row.failing_since),
+    delivery_mode: row.delivery_mode,
     held_count: heldCount,
     created_at: new Date(row.created_at).toISOString(),
     updated_at: new Date(row.updated_at).toISOString(),

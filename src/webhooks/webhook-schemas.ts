@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import { DISABLED_REASONS, type DisabledReason } from './disabled-reasons.js';
 import { CALLBACK_URL_MAX_LENGTH, FIXED_TOPICS, MAX_HEADERS, MAX_HEADERS_BYTES, NAME_MAX_LENGTH } from './webhook-validators.js';
 import { CODE_PATTERN, MarketplaceParams, WebhookParams } from '../http/path-params.js';
+import { DELIVERY_MODES } from './webhook-access.js';
 
 /**
  * Request and response schemas of the webhook endpoints. Types and documentation live here; the
@@ -24,11 +25,15 @@ const Headers = Type.Record(Type.String(), Type.String(), {
   examples: [exampleHeaders],
 });
 const Timestamp = Type.String({ format: 'date-time' });
+const DeliveryModeSchema = Type.Enum(DELIVERY_MODES, {
+  description: '`all` (default): every notification is sent. `latest`: per entity, only the newest not yet sent: a new notification of an entity supersedes the webhook\'s waiting, retrying and held ones of that entity (status `superseded`, never sent); a send in progress finishes. For stock and price, where only the current state matters.',
+  examples: ['all'],
+});
 
 export { MarketplaceParams, WebhookParams };
 
 export const CreateWebhookBody = Type.Object(
-  { code: Code, name: Name, topic: Topic, callback_url: CallbackUrl, seller_id: Type.Optional(SellerIdIn), headers: Type.Optional(Headers) },
+  { code: Code, name: Name, topic: Topic, callback_url: CallbackUrl, seller_id: Type.Optional(SellerIdIn), headers: Type.Optional(Headers), delivery_mode: Type.Optional(DeliveryModeSchema) },
   {
     additionalProperties: false,
     examples: [{ code: 'orders-main', name: 'Orders to ERP', topic: 'order/status_change/paid', callback_url: 'https://erp.example.com/hooks/plaza', seller_id: '42', headers: exampleHeaders }],
@@ -41,6 +46,7 @@ export const UpdateWebhookBody = Type.Object(
     callback_url: Type.Optional(CallbackUrl),
     seller_id: Type.Optional(SellerIdIn),
     headers: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'Replaces the whole map of headers.' })),
+    delivery_mode: Type.Optional(DeliveryModeSchema),
     active: Type.Optional(Type.Boolean({ description: '`false` pauses: events that match meanwhile are recorded as held deliveries. `true` resumes (or re-enables a webhook the delivery disabled, clearing the reason): held deliveries go out in order and waiting retries are due at once.' })),
   },
   {
@@ -63,6 +69,7 @@ const webhookProperties = {
   disabled_at: Type.Union([Timestamp, Type.Null()], { description: 'When it was paused or disabled, while it is.' }),
   last_success_at: Type.Union([Timestamp, Type.Null()], { description: 'When a delivery last succeeded (updated at most once a minute).' }),
   failing_since: Type.Union([Timestamp, Type.Null()], { description: 'Since when deliveries have been failing without a success; null while healthy.' }),
+  delivery_mode: DeliveryModeSchema,
   held_count: Type.Integer({ description: 'Deliveries held by a pause; they go out, in order, when the webhook is active again (older than DELIVERY_RETENTION_DAYS are pruned).' }),
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -80,6 +87,7 @@ const exampleWebhook = {
   disabled_at: null,
   last_success_at: '2026-01-01T00:05:00.000Z',
   failing_since: null,
+  delivery_mode: 'all',
   held_count: 0,
   created_at: '2026-01-01T00:00:00.000Z',
   updated_at: '2026-01-01T00:00:00.000Z',

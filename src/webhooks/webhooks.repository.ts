@@ -2,7 +2,7 @@ import type { Queryable } from '../db/database.js';
 import { isUniqueViolation } from '../db/database.js';
 import { AppError } from '../http/errors.js';
 import { ALL_SELLERS } from './webhook-validators.js';
-import type { Tenant, WebhookRow } from './webhook-access.js';
+import type { DeliveryMode, Tenant, WebhookRow } from './webhook-access.js';
 import type { DisabledReason } from './disabled-reasons.js';
 
 export const WEBHOOK_CODE_CONSTRAINT = 'webhooks_tenant_code_key';
@@ -18,6 +18,7 @@ export interface NewWebhook {
   /** The sealed headers (header-box.ts), null for none. */
   headersEncrypted: string | null;
   secretEncrypted: string;
+  deliveryMode: DeliveryMode;
   now: Date;
 }
 
@@ -48,11 +49,11 @@ export async function insertWebhook(tx: Queryable, webhook: NewWebhook, limit: n
   }
   try {
     const { rows } = await tx.query<WebhookRow>(
-      `INSERT INTO webhooks (tenant_kind, tenant_id, marketplace_code, code, name, topic, callback_url, seller_id, headers, headers_encrypted, secret_encrypted, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '{}'::jsonb, $9, $10, $11, $11)
+      `INSERT INTO webhooks (tenant_kind, tenant_id, marketplace_code, code, name, topic, callback_url, seller_id, headers, headers_encrypted, secret_encrypted, created_at, updated_at, delivery_mode)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '{}'::jsonb, $9, $10, $11, $11, $12)
        ON CONFLICT ON CONSTRAINT ${WEBHOOK_CODE_CONSTRAINT} DO NOTHING
        RETURNING *`,
-      [tenant.kind, tenant.id, marketplaceCode, code, webhook.name, webhook.topic, webhook.callbackUrl, webhook.sellerId, webhook.headersEncrypted, webhook.secretEncrypted, webhook.now],
+      [tenant.kind, tenant.id, marketplaceCode, code, webhook.name, webhook.topic, webhook.callbackUrl, webhook.sellerId, webhook.headersEncrypted, webhook.secretEncrypted, webhook.now, webhook.deliveryMode],
     );
     if (!rows[0]) throw codeTaken(code);
     return rows[0];
@@ -118,6 +119,7 @@ export interface WebhookChanges {
   /** The sealed headers (header-box.ts), null for none; undefined keeps them. */
   headersEncrypted?: string | null;
   active?: boolean;
+  deliveryMode?: DeliveryMode;
 }
 
 export const DISABLED_BY_USER: DisabledReason = 'disabled_by_user';
@@ -135,6 +137,7 @@ export async function updateWebhook(db: Queryable, id: number, changes: WebhookC
         headers = CASE WHEN $9 THEN '{}'::jsonb ELSE headers END,
         headers_encrypted = CASE WHEN $9 THEN $5 ELSE headers_encrypted END,
         active = coalesce($6, active),
+        delivery_mode = coalesce($10, delivery_mode),
         disabled_reason = CASE WHEN $6 IS TRUE THEN NULL WHEN $6 IS FALSE AND active THEN $8 ELSE disabled_reason END,
         disabled_at = CASE WHEN $6 IS TRUE THEN NULL WHEN $6 IS FALSE AND active THEN $7 ELSE disabled_at END,
         failing_since = CASE WHEN $6 IS TRUE THEN NULL ELSE failing_since END,
@@ -151,6 +154,7 @@ export async function updateWebhook(db: Queryable, id: number, changes: WebhookC
       now,
       DISABLED_BY_USER,
       changes.headersEncrypted !== undefined,
+      changes.deliveryMode ?? null,
     ],
   );
   return rows[0];

@@ -8,7 +8,7 @@ import type { Keys } from '../keys.js';
 import { notifyDeliveryWorkers, releaseHeldDeliveries } from './deliveries.repository.js';
 import { encryptSecret, newWebhookSecret } from '../keys/secret-box.js';
 import { sealHeaders, withOpenHeaders } from '../keys/header-box.js';
-import { assertMarketplaceAccess, loadWebhookForPrincipal, tenantOf, type Tenant, type WebhookRow } from './webhook-access.js';
+import { assertMarketplaceAccess, loadWebhookForPrincipal, tenantOf, type DeliveryMode, type Tenant, type WebhookRow } from './webhook-access.js';
 import { ALL_SELLERS, checkCallbackUrl, checkCode, checkHeaders, checkName, normalizeSellerId, normalizeTopic, type Checked } from './webhook-validators.js';
 import { deleteWebhook, insertWebhook, isSellerConnected, rotateWebhookSecret, updateWebhook, type WebhookChanges } from './webhooks.repository.js';
 import { changedFields, createdFields, recordWebhookHistory, type WebhookActor } from './webhook-history.js';
@@ -37,6 +37,7 @@ export interface CreateWebhookInput {
   callback_url: string;
   seller_id?: string | number;
   headers?: Record<string, string>;
+  delivery_mode?: DeliveryMode;
 }
 
 export interface UpdateWebhookInput {
@@ -45,6 +46,7 @@ export interface UpdateWebhookInput {
   seller_id?: string | number;
   headers?: Record<string, string>;
   active?: boolean;
+  delivery_mode?: DeliveryMode;
 }
 
 /** Collects one FieldError per bad field, so a client sees every problem at once. */
@@ -128,6 +130,7 @@ export async function createWebhook(db: Database, principal: Principal, marketpl
       sellerId: sellerId!,
       headersEncrypted: sealHeaders(settings.secretsKey, headers!),
       secretEncrypted: encryptSecret(settings.secretsKey, secret),
+      deliveryMode: input.delivery_mode ?? 'all',
       now,
     }, settings.limitPerTenant);
     // The headers in clear are the ones just sealed: no need to open them again.
@@ -148,6 +151,7 @@ export async function changeWebhook(db: Database, principal: Principal, marketpl
   if (input.seller_id !== undefined) changes.sellerId = checks.take('body.seller_id', normalizeSellerId(input.seller_id));
   const headers = input.headers === undefined ? undefined : checks.headers(input.headers);
   if (input.active !== undefined) changes.active = input.active;
+  if (input.delivery_mode !== undefined) changes.deliveryMode = input.delivery_mode;
   checks.throwIfAny();
   if (headers !== undefined) changes.headersEncrypted = sealHeaders(settings.secretsKey, headers);
   if (changes.sellerId !== undefined) {
