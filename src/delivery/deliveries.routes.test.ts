@@ -161,7 +161,7 @@ describe('seeing and steering deliveries', () => {
     const document = (await ctx.app.inject({ url: '/openapi.json' })).json() as { paths: Record<string, { get: { parameters: { name: string; schema: { enum?: string[]; anyOf?: { const?: string }[] } }[] } }> };
     const statusParameter = document.paths['/v1/{marketplace_code}/webhooks/{code}/deliveries']!.get.parameters.find((parameter) => parameter.name === 'status')!;
     const advertised = statusParameter.schema.enum ?? statusParameter.schema.anyOf!.map((option) => option.const);
-    assert.deepEqual([...advertised].sort(), ['delivering', 'failed', 'held', 'pending', 'succeeded']);
+    assert.deepEqual([...advertised].sort(), ['delivering', 'failed', 'held', 'pending', 'succeeded', 'superseded']);
     const oddId = await get(`${base}/deliveries/1.0`);
     assert.equal(oddId.statusCode, 400, oddId.body);
     assert.equal(oddId.json().errors[0].field, 'path.id');

@@ -73,7 +73,7 @@ export const AttemptItem = Type.Object({
   error: Type.Union([Type.String(), Type.Null()]),
   response_body: Type.Union([Type.String(), Type.Null()], { description: 'The first 4 KiB of the answer.' }),
   request_headers: Type.Union([Type.Record(Type.String(), Type.String()), Type.Null()], {
-    description: 'The request headers as sent: webhook-id, webhook-timestamp, webhook-signature, content-type, user-agent and the webhook\'s own headers, whose values are masked when the name looks secret (authorization, *token*, *key*, …). Null for attempts recorded before this was kept, or when no request could be made.',
+    description: 'The request headers as sent: webhook-id, webhook-timestamp, webhook-signature, plaza-entity-sequence, content-type, user-agent and the webhook\'s own headers, whose values are masked when the name looks secret (authorization, *token*, *key*, …). Null for attempts recorded before this was kept, or when no request could be made.',
   }),
 });
 

@@ -82,6 +82,7 @@ describe('pause, replay, sent headers and failure logs (API)', () => {
       'webhook-id': delivery!.message_id,
       'webhook-timestamp': received['webhook-timestamp'],
       'webhook-signature': received['webhook-signature'],
+      'plaza-entity-sequence': '1',
     });
     assert.equal(attempt.status_code, 500);
     assert.equal(attempt.response_body, 'database down');

@@ -29,6 +29,7 @@ const WebhookForm = Type.Object({
   callback_url: Text(4096),
   seller_id: Text(20),
   headers: Text(16_384),
+  delivery_mode: Text(20),
 });
 const DONE_NOTICES = {
   paused: 'Paused: events that arrive meanwhile are held until you resume.',
@@ -132,6 +133,7 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
         callback_url: values.callback_url ?? '',
         seller_id: sellerIdForForm(session, values.seller_id),
         headers: parsed.headers,
+        ...(values.delivery_mode ? { delivery_mode: values.delivery_mode } : {}),
       }, settings, clock, portalActor(session));
       return sendPage(reply, secretPage(context, webhook, secret), 201);
     } catch (error) {
@@ -150,7 +152,7 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
   app.get(`${one}/edit`, { schema: { ...hide, params: WebhookParams }, preHandler: requireSession }, async (request, reply) => {
     const session = sessionOf(request);
     const webhook = await load(session, request.params);
-    const values = { name: webhook.name, callback_url: webhook.callback_url, seller_id: webhook.seller_id, headers: headerLines(webhook.headers) };
+    const values = { name: webhook.name, callback_url: webhook.callback_url, seller_id: webhook.seller_id, headers: headerLines(webhook.headers), delivery_mode: webhook.delivery_mode };
     return sendPage(reply, webhookFormPage(pageContext(session, webhook.marketplace_code), { existing: webhook, values, sellerEditable: sellerEditable(session) }));
   });
 
@@ -168,6 +170,7 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
         callback_url: values.callback_url ?? '',
         seller_id: sellerIdForForm(session, values.seller_id, webhook),
         headers: parsed.headers,
+        ...(values.delivery_mode ? { delivery_mode: values.delivery_mode } : {}),
       }, settings, clock, portalActor(session));
     } catch (error) {
       return formFailure(reply, error, render);

@@ -8,7 +8,7 @@ import type { Keys } from '../keys.js';
 import { notifyDeliveryWorkers, releaseHeldDeliveries } from './deliveries.repository.js';
 import { encryptSecret, newWebhookSecret } from '../keys/secret-box.js';
 import { sealHeaders, withOpenHeaders } from '../keys/header-box.js';
-import { assertMarketplaceAccess, loadWebhookForPrincipal, tenantOf, type DeliveryMode, type Tenant, type WebhookRow } from './webhook-access.js';
+import { assertMarketplaceAccess, loadWebhookForPrincipal, tenantOf, DELIVERY_MODES, type DeliveryMode, type Tenant, type WebhookRow } from './webhook-access.js';
 import { ALL_SELLERS, checkCallbackUrl, checkCode, checkHeaders, checkName, normalizeSellerId, normalizeTopic, type Checked } from './webhook-validators.js';
 import { deleteWebhook, insertWebhook, isSellerConnected, rotateWebhookSecret, updateWebhook, type WebhookChanges } from './webhooks.repository.js';
 import { changedFields, createdFields, recordWebhookHistory, type WebhookActor } from './webhook-history.js';
@@ -37,7 +37,7 @@ export interface CreateWebhookInput {
   callback_url: string;
   seller_id?: string | number;
   headers?: Record<string, string>;
-  delivery_mode?: DeliveryMode;
+  delivery_mode?: string;
 }
 
 export interface UpdateWebhookInput {
@@ -46,7 +46,7 @@ export interface UpdateWebhookInput {
   seller_id?: string | number;
   headers?: Record<string, string>;
   active?: boolean;
-  delivery_mode?: DeliveryMode;
+  delivery_mode?: string;
 }
 
 /** Collects one FieldError per bad field, so a client sees every problem at once. */
@@ -63,6 +63,12 @@ class FieldChecks {
     for (const problem of checked.problems) {
       this.errors.push({ field: problem.header === undefined ? 'body.headers' : `body.headers.${problem.header}`, message: problem.message });
     }
+    return undefined;
+  }
+  /** delivery_mode: the API's schema refuses another value already; the portal's form sends text. */
+  deliveryMode(value: string | undefined): DeliveryMode | undefined {
+    if (value === undefined || (DELIVERY_MODES as readonly string[]).includes(value)) return value as DeliveryMode | undefined;
+    this.errors.push({ field: 'body.delivery_mode', message: `must be one of ${DELIVERY_MODES.join(', ')}` });
     return undefined;
   }
   throwIfAny(): void {
@@ -113,6 +119,7 @@ export async function createWebhook(db: Database, principal: Principal, marketpl
   const callbackUrl = checks.take('body.callback_url', checkCallbackUrl(input.callback_url, settings.allowedNetworks));
   const sellerId = checks.take('body.seller_id', normalizeSellerId(input.seller_id ?? ALL_SELLERS));
   const headers = checks.headers(input.headers ?? {});
+  const deliveryMode = checks.deliveryMode(input.delivery_mode);
   checks.throwIfAny();
   const owner = tenantOf(principal);
   await assertSellerIdAllowed(db, principal, owner, marketplaceCode, sellerId!);
@@ -130,7 +137,7 @@ export async function createWebhook(db: Database, principal: Principal, marketpl
       sellerId: sellerId!,
       headersEncrypted: sealHeaders(settings.secretsKey, headers!),
       secretEncrypted: encryptSecret(settings.secretsKey, secret),
-      deliveryMode: input.delivery_mode ?? 'all',
+      deliveryMode: deliveryMode ?? 'all',
       now,
     }, settings.limitPerTenant);
     // The headers in clear are the ones just sealed: no need to open them again.
@@ -151,7 +158,7 @@ export async function changeWebhook(db: Database, principal: Principal, marketpl
   if (input.seller_id !== undefined) changes.sellerId = checks.take('body.seller_id', normalizeSellerId(input.seller_id));
   const headers = input.headers === undefined ? undefined : checks.headers(input.headers);
   if (input.active !== undefined) changes.active = input.active;
-  if (input.delivery_mode !== undefined) changes.deliveryMode = input.delivery_mode;
+  if (input.delivery_mode !== undefined) changes.deliveryMode = checks.deliveryMode(input.delivery_mode);
   checks.throwIfAny();
   if (headers !== undefined) changes.headersEncrypted = sealHeaders(settings.secretsKey, headers);
   if (changes.sellerId !== undefined) {

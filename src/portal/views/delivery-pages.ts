@@ -19,6 +19,11 @@ function waitingBehind(here: string, delivery: DeliverySummary) {
   return delivery.blocked_by !== null && html`<br><a href="${here}/deliveries/${delivery.blocked_by}">waiting behind #${delivery.blocked_by}</a>`;
 }
 
+/** Beside a status: the newer delivery of the same entity that superseded this one (latest-state mode), linked. */
+function supersededBy(here: string, delivery: DeliverySummary) {
+  return delivery.superseded_by !== null && html`<br><a href="${here}/deliveries/${delivery.superseded_by}">superseded by #${delivery.superseded_by}</a>`;
+}
+
 function options(values: readonly string[], selected: string | undefined, anyLabel: string) {
   return html`<option value="">${anyLabel}</option>${values.map((value) => html`<option value="${value}" ${selected === value && html`selected`}>${value}</option>`)}`;
 }
@@ -41,7 +46,7 @@ ${rows.length === 0 ? html`<p>No deliveries match.</p>` : html`
   <tbody>${rows.map((row) => html`<tr>
     <td><a href="${here}/deliveries/${row.id}">#${row.id}</a></td>
     <td><code>${row.event_id}</code><br><code>${row.topic_path}</code></td>
-    <td>${statusBadge(row.status)}${waitingBehind(here, row)}</td>
+    <td>${statusBadge(row.status)}${waitingBehind(here, row)}${supersededBy(here, row)}</td>
     <td>${row.attempts}</td>
     <td>${row.last_status_code ?? row.last_error ?? '—'}</td>
     <td>${timestamp(row.created_at)}</td>
@@ -61,7 +66,8 @@ ${notice && html`<div class="alert ${notice.kind}" role="status"><p>${notice.tex
 <dl class="facts">
   <dt>Event</dt><dd><code>${delivery.event_id}</code></dd>
   <dt>topic_path</dt><dd><code>${delivery.topic_path}</code></dd>
-  <dt>Status</dt><dd>${statusBadge(delivery.status)}${waitingBehind(here, delivery)}</dd>
+  <dt>Status</dt><dd>${statusBadge(delivery.status)}${waitingBehind(here, delivery)}${supersededBy(here, delivery)}</dd>
+  <dt>Entity sequence</dt><dd>${delivery.sequence}</dd>
   <dt>Attempts</dt><dd>${delivery.attempts}</dd>
   <dt>Created</dt><dd>${timestamp(delivery.created_at)}</dd>
   <dt>Next attempt</dt><dd>${timestamp(delivery.next_attempt_at)}</dd>
@@ -69,6 +75,8 @@ ${notice && html`<div class="alert ${notice.kind}" role="status"><p>${notice.tex
 </dl>
 ${delivery.status === 'held'
     ? html`<p>Held while the webhook is paused: resuming the webhook sends it.</p>`
+    : delivery.status === 'superseded'
+    ? html`<p>Superseded by a newer notification of the same entity (delivery mode latest): that one is sent instead, and this one never.</p>`
     : html`<form method="post" action="${here}/deliveries/${delivery.id}/retry" class="actions">${csrfField(context)}<button type="submit">Retry now</button></form>`}
 <h2>Attempts</h2>
 ${attempts.length === 0 ? html`<p>No attempt yet.</p>` : attempts.map((attempt) => html`

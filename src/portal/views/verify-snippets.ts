@@ -14,6 +14,8 @@ app.post('/hooks/plaza', express.raw({ type: 'application/json' }), (req, res) =
   try {
     const notification = wh.verify(req.body.toString('utf8'), req.headers);
     // ... handle notification.topic_path, notification.payload
+    // req.headers['plaza-entity-sequence'] (not signed: a hint) numbers the entity's notifications
+    // 1, 2, 3...: a gap means one is missing; fetch it from GET .../notifications (the feed).
     res.sendStatus(204);
   } catch {
     res.sendStatus(400);

@@ -78,6 +78,7 @@ export interface WebhookFormValues {
   callback_url?: string;
   seller_id?: string;
   headers?: string;
+  delivery_mode?: string;
 }
 
 /** Create (no `existing`) or edit. Field errors are the API's own messages, shown on their fields. */
@@ -87,6 +88,7 @@ export function webhookFormPage(context: PageContext, options: { existing?: Webh
   const action = existing ? `${base(existing)}/edit` : `/portal/${mkt}/webhooks/new`;
   const topicErrors = fieldMessages(errors, 'topic');
   const headerErrors = fieldMessages(errors, 'headers');
+  const modeErrors = fieldMessages(errors, 'delivery_mode');
   return page(existing ? `Edit ${existing.name}` : 'New webhook', context, html`
 ${errorSummary(errors, options.detail)}
 <form method="post" action="${action}" novalidate>
@@ -113,6 +115,15 @@ ${errorSummary(errors, options.detail)}
     <p class="hint" id="f-headers-hint">Added to each notification, one per line as <code>Name: value</code>.</p>
     <textarea id="f-headers" name="headers" aria-describedby="f-headers-hint${headerErrors.length ? ' f-headers-error' : ''}" ${headerErrors.length > 0 && html`aria-invalid="true"`}>${values.headers ?? ''}</textarea>
     ${headerErrors.length > 0 && html`<p class="error" id="f-headers-error">${headerErrors.join('; ')}</p>`}
+  </div>
+  <div class="field">
+    <label for="f-delivery-mode">Delivery mode</label>
+    <p class="hint" id="f-delivery-mode-hint">Every notification, or per entity only the newest not yet sent (for stock and price: the older ones are superseded and never sent).</p>
+    <select id="f-delivery-mode" name="delivery_mode" aria-describedby="f-delivery-mode-hint${modeErrors.length ? ' f-delivery-mode-error' : ''}" ${modeErrors.length > 0 && html`aria-invalid="true"`}>
+      <option value="all" ${(values.delivery_mode ?? 'all') === 'all' && html`selected`}>all: every notification</option>
+      <option value="latest" ${values.delivery_mode === 'latest' && html`selected`}>latest: only the newest state of each entity</option>
+    </select>
+    ${modeErrors.length > 0 && html`<p class="error" id="f-delivery-mode-error">${modeErrors.join('; ')}</p>`}
   </div>
   <button type="submit">${existing ? 'Save changes' : 'Create webhook'}</button>
   <a href="${existing ? base(existing) : `/portal/${mkt}/webhooks`}">Cancel</a>
@@ -144,6 +155,7 @@ ${notice && html`<div class="alert ${notice.kind}" role="status"><p>${notice.tex
   <dt>Topic</dt><dd><code>${webhook.topic}</code></dd>
   <dt>Callback URL</dt><dd><code>${webhook.callback_url}</code></dd>
   <dt>Seller</dt><dd>${webhook.seller_id === '*' ? 'every seller' : webhook.seller_id}</dd>
+  <dt>Delivery mode</dt><dd>${webhook.delivery_mode === 'latest' ? 'latest: only the newest state of each entity' : 'all: every notification'}</dd>
   <dt>Headers</dt><dd>${Object.keys(webhook.headers).length === 0 ? 'none' : Object.keys(webhook.headers).map((name) => html`<code>${name}</code> `)}</dd>
   <dt>State</dt><dd>${health(webhook)} ${reasonText(webhook.disabled_reason)}</dd>
   <dt>Last success</dt><dd>${timestamp(webhook.last_success_at, 'never')}</dd>
