@@ -59,7 +59,6 @@ export class FeedWaiters {
     await this.listen();
     this.perTenant.set(tenant, count + 1);
     await new Promise<void>((resolve) => {
-      let timer: NodeJS.Timeout | undefined;
       const waiter: Waiter = { tenant, webhookId, afterId, wake: () => done() };
       const done = () => {
         if (!this.waiters.delete(waiter)) return;
@@ -72,7 +71,7 @@ export class FeedWaiters {
         resolve();
       };
       this.waiters.add(waiter);
-      timer = setTimeout(done, ms);
+      const timer = setTimeout(done, ms);
       signal?.addEventListener('abort', done, { once: true });
       if (signal?.aborted) done();
       this.startSafetyChecks();
