@@ -4,6 +4,7 @@ import { buildApp, type App } from '../app.js';
 import type { Database } from '../db/database.js';
 import { insertWebhook, order, postEvent, sampleEvent, seedWorld, type World } from '../events/test-support.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
+import { seedDelivery } from './delivery-test-kit.js';
 
 const DAY = 86_400_000;
 
@@ -93,6 +94,33 @@ describe('the notification feed', () => {
     const answer = await page();
     assert.deepEqual(answer.items.map((item) => item.sequence), [1, 2, 3, 4]);
     assert.deepEqual(await deliveries(), before);
+  });
+
+  test('a page never passes over a delivery that an intake still in flight commits later with a smaller id', async () => {
+    // An intake in flight: its delivery has an id, not committed yet (its foreign key holds the webhook FOR KEY SHARE).
+    let commit!: () => void;
+    const committed = new Promise<void>((resolve) => (commit = resolve));
+    let inserted!: () => void;
+    const insertedYet = new Promise<void>((resolve) => (inserted = resolve));
+    const slow = ctx.db.transaction(async (tx) => {
+      await seedDelivery(tx, { id: hook.id, secret: '', code: 'mine', marketplaceCode: 'MKT' }, { now: ctx.clock.now(), entityKey: 'MKT:1:SLOW' });
+      inserted();
+      await committed;
+    });
+    await insertedYet;
+    // A later intake commits first, with a larger id.
+    await send('ORD-FAST', 1);
+    let answered = false;
+    const reading = feed().then((response) => {
+      answered = true;
+      return response;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(answered, false, 'the feed answered while an earlier delivery was still being written');
+    commit();
+    await slow;
+    const items = (await reading).json().items as FeedItem[];
+    assert.deepEqual(items.map((item) => item.entity_id), ['MKT:1:SLOW', 'ORD-FAST']);
   });
 
   test('tenancy: another tenant\'s webhook is 404, as for the webhook itself', async () => {
