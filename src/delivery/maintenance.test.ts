@@ -40,6 +40,27 @@ describe('delivery maintenance and edge cases', () => {
     assert.equal((await ctx.db.query(`SELECT 1 FROM events WHERE id = $1`, [waiting.eventRowId])).rowCount, 1);
   });
 
+  test('NOTIFICATION_RETENTION_DAYS keeps finished, superseded and held deliveries (and their events) for the feed; the longer retention wins', async () => {
+    const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
+    const sent = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
+    await deliverDue(deliverer);
+    const superseded = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
+    const held = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now() });
+    await ctx.db.query(`UPDATE deliveries SET status = 'superseded', superseded_by = $2, completed_at = $3 WHERE id = $1`, [superseded.id, held.id, ctx.clock.now()]);
+    await ctx.db.query(`UPDATE deliveries SET status = 'held' WHERE id = $1`, [held.id]);
+    const kept = async () => (await ctx.db.query(`SELECT 1 FROM deliveries WHERE id = ANY($1::bigint[])`, [[sent.id, superseded.id, held.id]])).rowCount;
+    const events = async () => (await ctx.db.query(`SELECT 1 FROM events WHERE id = ANY($1::bigint[])`, [[sent.eventRowId, superseded.eventRowId, held.eventRowId]])).rowCount;
+    const day = (n: number) => new Date(ctx.clock.now().getTime() + n * 86_400_000);
+    // 31 days: past DELIVERY_RETENTION_DAYS (30), within a feed of 60 days: all kept, events too.
+    assert.equal((await pruneExpired(ctx.db, day(31), 30, 60)).deliveries, 0);
+    assert.equal(await kept(), 3);
+    assert.equal(await events(), 3);
+    // 61 days: past both.
+    assert.equal((await pruneExpired(ctx.db, day(61), 30, 60)).deliveries, 3);
+    assert.equal(await kept(), 0);
+    assert.equal(await events(), 0);
+  });
+
   test('the periodic check disables webhooks failing for longer than the limit', async () => {
     const failing = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
     const healthy = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
