@@ -272,7 +272,9 @@ describe('DPoP (RFC 9449) under attack', () => {
     const next = (await refreshWith(key, pair.refresh_token)).json() as TokenPair;
     // A thief with the old token and no key cannot end the victim's sessions.
     assertProofRefused(await refreshWith(undefined, pair.refresh_token));
-    assert.ok((await refreshTokensOf(ctx, victim.id)).every((row) => row.revoked_reason !== 'security_breach_token_reuse'));
+    const tokens = await refreshTokensOf(ctx, victim.id);
+    assert.equal(tokens.length, 2, 'the login and its successor');
+    assert.ok(tokens.every((row) => row.revoked_reason !== 'security_breach_token_reuse'));
     assert.equal((await refreshWith(key, next.refresh_token)).statusCode, 200);
   });
 

@@ -9,6 +9,7 @@ import { loadKeys, type Keys } from '../keys.js';
 import { projectRoot } from '../paths.js';
 import { exited } from '../testing/child-process.js';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';
+import { eventually } from '../testing/wait.js';
 import { Receiver, seedDelivery, seedWebhook } from './delivery-test-kit.js';
 
 /**
@@ -70,11 +71,11 @@ describe('a worker killed mid-delivery', () => {
     assert.ok(held.rows[0]!.n > 0, 'the killed worker held claims');
 
     const second = startWorker();
-    for (let i = 0; i < 300; i++) {
+    // Then the counts below say what is missing.
+    await eventually(async () => {
       const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE status <> 'succeeded'`);
-      if (rows[0]!.n === 0) break;
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+      return rows[0]!.n === 0;
+    }, { timeoutMs: 60_000 });
     second.kill('SIGTERM');
     await exited(second);
 

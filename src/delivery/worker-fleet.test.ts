@@ -9,6 +9,7 @@ import { loadKeys, type Keys } from '../keys.js';
 import { projectRoot } from '../paths.js';
 import { exited } from '../testing/child-process.js';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';
+import { eventually } from '../testing/wait.js';
 import { Receiver, seedDelivery, seedWebhook, type SeededDelivery } from './delivery-test-kit.js';
 
 const PER_WEBHOOK = 3;
@@ -84,14 +85,14 @@ describe('a fleet of worker processes', () => {
     const workers = [startWorker(), startWorker(), startWorker()];
     // The most workers seen holding leases at one moment.
     let holders = 0;
-    for (let i = 0; i < 2000; i++) {
+    // Then the counts below say what is missing.
+    await eventually(async () => {
       const { rows } = await db.query<{ left: number; holders: number }>(
         `SELECT count(*) FILTER (WHERE status <> 'succeeded')::int AS left, count(DISTINCT leased_by)::int AS holders FROM deliveries`,
       );
       holders = Math.max(holders, rows[0]!.holders);
-      if (rows[0]!.left === 0) break;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+      return rows[0]!.left === 0;
+    }, { timeoutMs: 90_000, maxPauseMs: 20 });
     for (const worker of workers) worker.kill('SIGTERM');
     await Promise.all(workers.map((worker) => exited(worker)));
 

@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { projectRoot } from '../paths.js';
 import { exited, untilOutput } from '../testing/child-process.js';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';
+import { waitFor } from '../testing/wait.js';
 
 /** The jobs src/maintenance-jobs.ts registers. */
 const JOBS = ['auth-records', 'delivery-retention', 'failing-webhooks', 'portal-links', 'webhook-history'];
@@ -51,13 +52,7 @@ describe('maintenance in every role', { timeout: 120_000 }, () => {
     assert.deepEqual(await exited(child), { code: 0, signal: null });
   };
   /** Polls (at most 60 s) until `done()` resolves to true. */
-  const until = async (done: () => Promise<boolean>) => {
-    for (let i = 0; i < 600; i++) {
-      if (await done()) return;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    assert.fail('waited 60 s');
-  };
+  const until = (done: () => Promise<boolean>) => waitFor(done, { timeoutMs: 60_000 });
 
   test('an API-only installation prunes auth events past the retention', async () => {
     const db = await database();
