@@ -4,7 +4,7 @@ import type { Queryable } from '../db/database.js';
 import { accessTokenFor, bearer, seedConnection, seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { eventually } from '../testing/wait.js';
-import { loginOk, postLogin, postRefresh, refreshTokensOf } from './auth-test-kit.js';
+import { loginOk, postLogin, postRefresh, refreshTokensOf } from '../testing/auth.js';
 import { hashPassword } from './passwords.js';
 import { revokeAllOfUser } from './sessions.repository.js';
 

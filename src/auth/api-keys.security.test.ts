@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { runInProcess } from '../cli/cli-test-kit.js';
-import { seedWorld } from '../events/test-support.js';
+import { runInProcess } from '../testing/cli.js';
+import { seedWorld } from '../testing/events.js';
 import { accessTokenFor, seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { waitFor } from '../testing/wait.js';

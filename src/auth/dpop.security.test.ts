@@ -5,8 +5,8 @@ import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT, type Crypt
 import { seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { pruneAuthRecords } from './auth-maintenance.js';
-import { claimsOf, getProducts, postLogin, postRefresh, refreshTokensOf } from './auth-test-kit.js';
-import { codeOf, enrolTotp, verifyMfa } from './mfa/mfa-test-kit.js';
+import { claimsOf, getProducts, postLogin, postRefresh, refreshTokensOf } from '../testing/auth.js';
+import { codeOf, enrolTotp, verifyMfa } from '../testing/mfa.js';
 import type { TokenPair } from './token-pair.js';
 
 /** A client's DPoP key, as a client library holds it. */

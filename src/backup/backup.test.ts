@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { buildApp } from '../app.js';
 import type { Database } from '../db/database.js';
 import { openPostgres } from '../db/postgres.js';
-import { postEvent, sampleEvent, seedWorld, type World } from '../events/test-support.js';
+import { postEvent, sampleEvent, seedWorld, type World } from '../testing/events.js';
 import { seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { withAdminClient, withDatabase } from '../testing/test-database.js';

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { findUserByUsername } from '../accounts/accounts.repository.js';
-import { loginOk, postRefresh } from '../auth/auth-test-kit.js';
+import { loginOk, postRefresh } from '../testing/auth.js';
 import { verifyPassword } from '../auth/passwords.js';
 import { loadConfig, type Config } from '../config.js';
 import { packageVersion } from '../paths.js';
@@ -14,7 +14,7 @@ import { OTHER_STRONG_PASSWORD, STRONG_PASSWORD } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { closed } from '../testing/child-process.js';
 import { createTestDatabase } from '../testing/test-database.js';
-import { CLI, runInProcess, runProcess } from './cli-test-kit.js';
+import { CLI, runInProcess, runProcess } from '../testing/cli.js';
 import { COMMANDS } from './commands.js';
 
 describe('plaza CLI (in-process)', () => {

@@ -4,7 +4,7 @@ import { after, test } from 'node:test';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createFreshDatabase, type FreshDatabase } from '../../test/support/databases.js';
-import { runProcess } from '../cli/cli-test-kit.js';
+import { runProcess } from '../testing/cli.js';
 import { projectRoot } from '../paths.js';
 import { describeStartupError } from '../startup-errors.js';
 import { ADOPT_BASELINE_FILE, migrate, migrationChecksum, MigrationMismatchError, readMigrations, type Migration } from './migrate.js';

@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import pino from 'pino';
-import { deliveriesOf, postEvent, sampleEvent, seedWorld, type World } from '../events/test-support.js';
+import { deliveriesOf, postEvent, sampleEvent, seedWorld, type World } from '../testing/events.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { eventually } from '../testing/wait.js';
 import { createDeliverer, deliverDue, type Deliverer } from './dispatch/deliver.js';
-import { databaseNow, Receiver } from './delivery-test-kit.js';
+import { databaseNow, Receiver } from '../testing/deliveries.js';
 import { DELIVERY_CHANNEL } from '../webhooks/deliveries.repository.js';
 import { pruneExpired } from './maintenance.js';
 

@@ -10,7 +10,7 @@ import { projectRoot } from '../paths.js';
 import { exited } from '../testing/child-process.js';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';
 import { eventually } from '../testing/wait.js';
-import { Receiver, seedDelivery, seedWebhook } from './delivery-test-kit.js';
+import { Receiver, seedDelivery, seedWebhook } from '../testing/deliveries.js';
 
 /**
  * A real worker process killed with SIGKILL in the middle of its sends loses nothing: another worker

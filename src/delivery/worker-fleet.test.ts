@@ -10,7 +10,7 @@ import { projectRoot } from '../paths.js';
 import { exited } from '../testing/child-process.js';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';
 import { eventually } from '../testing/wait.js';
-import { Receiver, seedDelivery, seedWebhook, type SeededDelivery } from './delivery-test-kit.js';
+import { Receiver, seedDelivery, seedWebhook, type SeededDelivery } from '../testing/deliveries.js';
 
 const PER_WEBHOOK = 3;
 

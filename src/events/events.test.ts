@@ -3,7 +3,7 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { DELIVERY_CHANNEL } from '../webhooks/deliveries.repository.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { EVENT_TOPICS } from './event-schema.js';
-import { deliveriesOf, insertWebhook, order, postEvent, publication, sampleEvent, seedWorld, type World } from './test-support.js';
+import { deliveriesOf, insertWebhook, order, postEvent, publication, sampleEvent, seedWorld, type World } from '../testing/events.js';
 
 describe('event intake', () => {
   let ctx: TestContext;

@@ -6,7 +6,7 @@ import { gunzipSync } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import { writeBackup } from '../backup/backup.js';
 import { loadConfig } from '../config.js';
-import { Receiver, seedDelivery, seedWebhook } from '../delivery/delivery-test-kit.js';
+import { Receiver, seedDelivery, seedWebhook } from '../testing/deliveries.js';
 import { createDeliverer, deliverDue } from '../delivery/dispatch/deliver.js';
 import { derivedKeys, loadKeys } from '../keys.js';
 import { newSecretsKey } from '../keys/secrets-key.js';

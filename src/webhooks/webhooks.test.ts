@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { decryptSecret } from '../keys/secret-box.js';
-import { actor, assertProblem, call, createWebhookAs, seedConnection, seedMarketplace, webhookBody, type Actor } from './webhook-test-kit.js';
+import { actor, assertProblem, call, createWebhookAs, seedConnection, seedMarketplace, webhookBody, type Actor } from '../testing/webhooks.js';
 
 describe('webhooks API', () => {
   let ctx: TestContext;

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { createTestApp, type TestContext } from '../../testing/test-app.js';
 import { createDeliverer, deliverDue, type Deliverer } from './deliver.js';
-import { databaseNow, deliveryRow, Receiver, seedDelivery, seedWebhook } from '../delivery-test-kit.js';
+import { databaseNow, deliveryRow, Receiver, seedDelivery, seedWebhook } from '../../testing/deliveries.js';
 
 describe('per-destination-host send budget in the worker', () => {
   let ctx: TestContext;

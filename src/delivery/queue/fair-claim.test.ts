@@ -6,7 +6,7 @@ import { eventually } from '../../testing/wait.js';
 import { claim, createDeliverer } from '../dispatch/deliver.js';
 import { completeAttempts } from './complete.js';
 import { clockOffsetMs } from '../../db/database-clock.js';
-import { Receiver, seedDelivery, seedWebhook } from '../delivery-test-kit.js';
+import { Receiver, seedDelivery, seedWebhook } from '../../testing/deliveries.js';
 import { startDeliveryWorker } from '../worker.js';
 
 const logger = pino({ level: 'silent' });

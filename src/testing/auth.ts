@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import type { TestContext } from '../testing/test-app.js';
-import { SESSION_ENDED } from './authenticate.js';
-import type { TokenPair } from './token-pair.js';
+import type { TestContext } from './test-app.js';
+import { SESSION_ENDED } from '../auth/authenticate.js';
+import type { TokenPair } from '../auth/token-pair.js';
 
 /** Helpers for the auth tests: the API called exactly as a client would. */
 export function postLogin(ctx: TestContext, body: unknown, headers: Record<string, string> = {}) {

@@ -4,8 +4,8 @@ import { Readable } from 'node:stream';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
 import { projectRoot } from '../paths.js';
-import type { CliContext } from './command.js';
-import { runCli } from './run.js';
+import type { CliContext } from '../cli/command.js';
+import { runCli } from '../cli/run.js';
 
 export interface CliRun {
   code: number;

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Clock } from '../clock.js';
 import type { Queryable } from '../db/database.js';
 import type { Keys } from '../keys.js';
-import { seedMarketplace } from '../testing/fixtures.js';
+import { seedMarketplace } from './fixtures.js';
 import { encryptSecret, newWebhookSecret } from '../keys/secret-box.js';
 import { clockOffsetMs, dbNow } from '../db/database-clock.js';
 
