@@ -3,8 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { after, test } from 'node:test';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createFreshDatabase, type FreshDatabase } from '../../test/support/databases.js';
-import { runProcess } from '../testing/cli.js';
+import { createFreshDatabase, type FreshDatabase } from '../testing/fresh-database.js';
+import { runPlaza } from '../testing/plaza-process.js';
 import { projectRoot } from '../paths.js';
 import { describeStartupError } from '../startup-errors.js';
 import { ADOPT_BASELINE_FILE, migrate, migrationChecksum, MigrationMismatchError, readMigrations, type Migration } from './migrate.js';
@@ -94,7 +94,7 @@ test('plaza migrate and plaza serve refuse a changed migration with exit 2 and o
   await database.db.query(`UPDATE schema_migrations SET checksum = repeat('0', 64) WHERE version = 1`);
   const env = { DATABASE_URL: database.url, SECRETS_KEY: randomBytes(32).toString('base64'), HOST: '127.0.0.1', PORT: '0', METRICS_PORT: '0' };
   for (const args of [['migrate'], ['serve']]) {
-    const run = await runProcess(env, args, '', 60_000);
+    const run = await runPlaza(env, args, '', 60_000);
     assert.equal(run.code, 2, `${args.join(' ')}: ${run.stderr}`);
     assert.equal(run.stderr.trim().split('\n').length, 1, run.stderr);
     assert.match(run.stderr, /^plaza: migrations\/001_baseline\.sql has changed since it was applied to this database/);
@@ -110,7 +110,7 @@ test('a database migrated with the files the baseline replaced is refused with h
   assert.match(line, /^this database was migrated with the migrations from before migrations\/001_baseline\.sql \(the last it applied: 025_delivery_streams\.sql\), which the baseline replaced: recreate a development database, or run migrations\/adopt-baseline\.sql once/);
   // A start says the same and exits 2.
   const env = { DATABASE_URL: database.url, SECRETS_KEY: randomBytes(32).toString('base64'), HOST: '127.0.0.1', PORT: '0', METRICS_PORT: '0' };
-  const run = await runProcess(env, ['migrate'], '', 60_000);
+  const run = await runPlaza(env, ['migrate'], '', 60_000);
   assert.equal(run.code, 2, run.stderr);
   assert.match(run.stderr, /^plaza: this database was migrated with the migrations from before migrations\/001_baseline\.sql/);
 

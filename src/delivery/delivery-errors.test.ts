@@ -4,7 +4,8 @@ import { accessTokenFor, bearer, seedUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { waitFor } from '../testing/wait.js';
 import { createDeliverer, deliverDue, type Deliverer } from './dispatch/deliver.js';
-import { attemptRows, databaseNow, deliveryRow, Receiver, seedDelivery, seedWebhook } from '../testing/deliveries.js';
+import { attemptRows, databaseNow, deliveryRow, seedDelivery, seedWebhook } from '../testing/deliveries.js';
+import { Receiver } from '../testing/receiver.js';
 import { disableFailingWebhooks } from './queue/webhook-health.js';
 
 /** What a tenant reads about failures: last_error for a status, disabled_reason as a code, updated_at moving (issue 13, item 13). */

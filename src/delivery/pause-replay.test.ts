@@ -6,7 +6,8 @@ import { deliveriesOf, postEvent, sampleEvent, seedWorld, type World } from '../
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { eventually } from '../testing/wait.js';
 import { createDeliverer, deliverDue, type Deliverer } from './dispatch/deliver.js';
-import { databaseNow, Receiver } from '../testing/deliveries.js';
+import { databaseNow } from '../testing/deliveries.js';
+import { Receiver } from '../testing/receiver.js';
 import { DELIVERY_CHANNEL } from '../webhooks/deliveries.repository.js';
 import { pruneExpired } from './maintenance.js';
 

@@ -4,7 +4,8 @@ import { Webhook } from 'standardwebhooks';
 import { accessTokenFor, bearer, seedConnection, seedUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { eventually } from '../testing/wait.js';
-import { Receiver, seedWebhook } from '../testing/deliveries.js';
+import { seedWebhook } from '../testing/deliveries.js';
+import { Receiver } from '../testing/receiver.js';
 
 describe('POST /v1/{mkt}/webhooks/{code}/test', () => {
   let ctx: TestContext;

@@ -3,7 +3,8 @@ import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { waitFor } from '../testing/wait.js';
-import { deliveryRow, Receiver, seedDelivery, seedWebhook } from '../testing/deliveries.js';
+import { deliveryRow, seedDelivery, seedWebhook } from '../testing/deliveries.js';
+import { Receiver } from '../testing/receiver.js';
 import { DELIVERY_CHANNEL } from '../webhooks/deliveries.repository.js';
 import { startDeliveryWorker } from './worker.js';
 

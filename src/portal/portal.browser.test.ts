@@ -12,7 +12,7 @@ import { buildApp, type App } from '../app.js';
 import { issueAccessToken } from '../auth/access-tokens.js';
 import { systemClock } from '../clock.js';
 import { loadConfig, type Config } from '../config.js';
-import { Receiver } from '../testing/deliveries.js';
+import { Receiver } from '../testing/receiver.js';
 import { startDeliveryWorker, type DeliveryWorker } from '../delivery/worker.js';
 import { order } from '../testing/events.js';
 import { generateKeys, type Keys } from '../keys.js';

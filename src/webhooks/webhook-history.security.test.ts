@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { Receiver } from '../testing/deliveries.js';
+import { Receiver } from '../testing/receiver.js';
 import { accessTokenFor, bearer, seedConnection, seedUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { HOST, PortalClient } from '../testing/webhook-history.js';

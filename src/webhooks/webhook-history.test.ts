@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { runInProcess } from '../testing/cli.js';
-import { Receiver, seedDelivery } from '../testing/deliveries.js';
+import { seedDelivery } from '../testing/deliveries.js';
+import { Receiver } from '../testing/receiver.js';
 import { accessTokenFor, bearer, seedConnection, seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { exactlyOneRow, HOST, lastHistoryId, PortalClient, rowsAfter, type RawHistoryRow } from '../testing/webhook-history.js';

@@ -6,7 +6,8 @@ import { eventually } from '../../testing/wait.js';
 import { claim, createDeliverer } from '../dispatch/deliver.js';
 import { completeAttempts } from './complete.js';
 import { clockOffsetMs } from '../../db/database-clock.js';
-import { Receiver, seedDelivery, seedWebhook } from '../../testing/deliveries.js';
+import { seedDelivery, seedWebhook } from '../../testing/deliveries.js';
+import { Receiver } from '../../testing/receiver.js';
 import { startDeliveryWorker } from '../worker.js';
 
 const logger = pino({ level: 'silent' });

@@ -4,7 +4,8 @@ import pino from 'pino';
 import { createTestApp, type TestContext } from '../../testing/test-app.js';
 import { eventually } from '../../testing/wait.js';
 import { claim, createDeliverer, deliverDue, type Deliverer } from '../dispatch/deliver.js';
-import { attemptRows, Receiver, seedDelivery, seedWebhook } from '../../testing/deliveries.js';
+import { attemptRows, seedDelivery, seedWebhook } from '../../testing/deliveries.js';
+import { Receiver } from '../../testing/receiver.js';
 import { QueueVacuum } from './vacuum.js';
 
 /** Migration 011: deliveries split by status into the queue and the rest; what the split must keep. */
