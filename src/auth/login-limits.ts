@@ -51,7 +51,7 @@ export function createLoginLimiter(deps: { config: Config; db: Database; counter
 /**
  * The Redis store, loaded on first use: the redis client is among the largest modules Plaza has
  * (≈0.15 s to load), and most installations have no REDIS_URL; not loading it at all for them keeps
- * it out of every start (docs/performance.md, start-up).
+ * it out of every start (bench/results/history.md, "Start-up times").
  */
 function redisStore(url: string, prefix: string): CounterStore {
   let store: Promise<RedisCounterStore> | undefined;
