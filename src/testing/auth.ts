@@ -8,6 +8,11 @@ export function postLogin(ctx: TestContext, body: unknown, headers: Record<strin
   return ctx.app.inject({ method: 'POST', url: '/api/v2/auth/login', payload: body as object, headers });
 }
 
+/** A login with this name and password from `remoteAddress`: what the login limits count by. */
+export function loginFrom(ctx: TestContext, username: string, password: string, remoteAddress: string, headers: Record<string, string> = {}) {
+  return ctx.app.inject({ method: 'POST', url: '/api/v2/auth/login', payload: { username, password }, remoteAddress, headers });
+}
+
 export async function loginOk(ctx: TestContext, user: { username: string; password: string }, headers: Record<string, string> = {}): Promise<TokenPair> {
   const response = await postLogin(ctx, { username: user.username, password: user.password }, headers);
   assert.equal(response.statusCode, 200, response.body);
