@@ -44,7 +44,9 @@ export class NotificationFeed<Item = FeedItem> implements AsyncIterable<Item> {
       if (page.items.length > 0) yield page;
       // Taken once the consumer asked for more: the page is processed by then.
       if (page.next_cursor) this.position = page.next_cursor;
-      if (page.items.length === 0 || !page.next_cursor) {
+      // Items without a next_cursor: the last page, with no position after it to follow from.
+      if (!page.next_cursor && page.items.length > 0) return;
+      if (page.items.length === 0) {
         if (!this.options.follow) return;
         await this.sleep(this.options.pollIntervalMs ?? 5000);
       }

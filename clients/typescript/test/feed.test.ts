@@ -85,3 +85,21 @@ test('follow: keeps polling from the last cursor until the signal aborts', async
     await server.close();
   }
 });
+
+test('a last page without next_cursor ends the iteration, also when following: there is no position after it', async () => {
+  const server = await fakeServer((request, response) => {
+    const after = request.url.searchParams.get('after');
+    json(response, 200, after === null ? { items: [{ id: 1 }, { id: 2 }], next_cursor: 'c2' } : { items: [{ id: 3 }], next_cursor: null });
+  });
+  try {
+    const client = new PlazaClient({ baseUrl: server.url, apiKey: 'plz_test' });
+    const feed = client.notifications<{ id: number }>('meli', 'orders', { follow: true, pollIntervalMs: 1 });
+    const seen: number[] = [];
+    for await (const item of feed) seen.push(item.id);
+    assert.deepEqual(seen, [1, 2, 3]);
+    assert.equal(server.requests.length, 2);
+    assert.equal(feed.cursor, 'c2');
+  } finally {
+    await server.close();
+  }
+});
