@@ -78,6 +78,20 @@ export default {
       to: { path: '^src/', pathNot: [TEST_CODE, ...NOT_FROM_MAIN].join('|'), reachable: false },
     },
     {
+      name: 'client-outside-plaza',
+      comment: 'the client library (clients/) is a package of its own that Plaza does not use: src/ (tests too) never imports it',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { path: '^clients/' },
+    },
+    {
+      name: 'client-standalone',
+      comment: 'the client library depends on no part of Plaza: it talks to Plaza over HTTP only (its live tests start `plaza serve` as a process)',
+      severity: 'error',
+      from: { path: '^clients/' },
+      to: { path: '^(src|bench|test)/' },
+    },
+    {
       name: 'no-cycle',
       comment: 'an import cycle between modules',
       severity: 'error',
@@ -89,6 +103,6 @@ export default {
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     doNotFollow: { path: 'node_modules' },
-    includeOnly: '^src/',
+    includeOnly: '^(src|clients/[^/]+/(src|test))/',
   },
 };

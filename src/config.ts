@@ -54,7 +54,14 @@ export const ConfigSchema = Type.Object({
   ),
   BODY_LIMIT_BYTES: Integer(1_048_576, 'Largest event body (POST /v1/{marketplace_code}/events); larger bodies get 413. Sign-in (API and portal), refresh and password change accept 32 KiB, other routes and portal forms 64 KiB (never more than this).', 1024),
   METRICS_HOST: Text('127.0.0.1', 'Interface of the operations listener (/metrics, /healthz, /readyz). Loopback by default: metrics need no token, so expose them only to monitoring.'),
-  METRICS_PORT: Integer(9464, 'TCP port of the operations listener, in every role (a worker has no other HTTP port). 0 picks a free port (logged at start).', 0, 65535),
+  METRICS_PORT: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      maximum: 65535,
+      description:
+        'TCP port of the operations listener, in every role (a worker has no other HTTP port). Unset: 9464, or a free port (with a warning naming it) when 9464 is taken, so that two development instances on one machine both start; set it where monitoring scrapes a known port, and a taken port then stops the start. 0 picks a free port (logged at start).',
+    }),
+  ),
   METRICS_QUEUE_INTERVAL_SECONDS: Integer(15, 'How often the delivery queue gauges are measured (a scrape never queries the database).', 1, 3600),
   SHUTDOWN_TIMEOUT_MS: Milliseconds(10_000, 'On SIGTERM/SIGINT, how long in-flight requests and sends may take before the process exits.', 0),
   MAINTENANCE_INTERVAL_SECONDS: Integer(

@@ -44,7 +44,11 @@ export async function secondFactorChallenge(
   const purpose = need === 'enroll' ? 'enroll' : 'login';
   const token = await createChallenge(db, { userId: user.id, purpose, passwordHash: verifiedHash, now, ttlSeconds: config.MFA_TOKEN_TTL_SECONDS });
   await recordAuthEvent(db, { type: 'mfa_challenged', at: now, origin, userId: user.id, username: user.username, detail: { purpose } });
-  const extensions = { mfa_token: token, expires_in: config.MFA_TOKEN_TTL_SECONDS };
+  return secondFactorProblem(need, { mfa_token: token, expires_in: config.MFA_TOKEN_TTL_SECONDS });
+}
+
+/** The 401 of secondFactorChallenge for a token made (also the OpenAPI document's examples). */
+export function secondFactorProblem(need: Exclude<SecondFactorNeed, 'none'>, extensions: { mfa_token: string; expires_in: number }): AppError {
   if (need === 'totp') return new AppError('mfa_required', 'Send a code of your authenticator app (or a recovery code) with the mfa_token to POST /api/v2/auth/mfa/verify.', { extensions: { ...extensions, methods: ['totp', 'recovery_code'] } });
   if (need === 'passkey') return new AppError('mfa_required', 'Your second factor is a passkey: sign in through the portal (the API takes authenticator app codes only; add one there to log in here).', { extensions: { ...extensions, methods: ['passkey'] } });
   return new AppError('mfa_enrollment_required', 'Your role requires a second factor: enrol an authenticator app with the mfa_token (POST /api/v2/auth/mfa/totp, then …/activate), then log in again.', { extensions });
