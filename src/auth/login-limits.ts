@@ -42,7 +42,8 @@ export function createLoginLimiter(deps: { config: Config; db: Database; counter
     },
     async succeeded(account, ip, now) {
       const { keys, list } = keysOf(account, ip);
-      await store.apply(list, now, (counters) => planSuccess(keys, counters, now.getTime()));
+      // planSuccess always forgets the (account, address) counter that the attempt reserved.
+      await store.apply(list, now, (counters) => planSuccess(keys, counters, now.getTime()), { writes: true });
     },
     close: async () => store.close?.(),
   };

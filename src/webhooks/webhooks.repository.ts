@@ -85,7 +85,12 @@ export interface ListPage {
  * Ordered by code (byte order: the column is COLLATE "C"), then id, since codes repeat across
  * tenants in an admin's list; one extra row tells whether there is a next page.
  */
-export async function listWebhooks(db: Queryable, page: ListPage): Promise<{ rows: WebhookRow[]; hasMore: boolean }> {
+/**
+ * The conditions of a page and their parameters: $1 the marketplace, $2 the limit + 1 (one more
+ * row tells whether there is a next page), then the tenant's, the link scope's and the cursor's.
+ * Shared by listWebhooks and the list route's read (webhook-list.ts), which appends its own.
+ */
+export function listConditions(page: ListPage): { where: string[]; params: unknown[] } {
   const params: unknown[] = [page.marketplaceCode, page.limit + 1];
   const where = ['marketplace_code = $1'];
   if (page.tenant) {
@@ -104,6 +109,11 @@ export async function listWebhooks(db: Queryable, page: ListPage): Promise<{ row
     params.push(page.after.code, page.after.id);
     where.push(`(code, id) > ($${params.length - 1}, $${params.length})`);
   }
+  return { where, params };
+}
+
+export async function listWebhooks(db: Queryable, page: ListPage): Promise<{ rows: WebhookRow[]; hasMore: boolean }> {
+  const { where, params } = listConditions(page);
   const { rows } = await db.query<WebhookRow>(
     `SELECT * FROM webhooks WHERE ${where.join(' AND ')} ORDER BY code, id LIMIT $2`,
     params,

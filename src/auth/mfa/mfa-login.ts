@@ -8,8 +8,7 @@ import type { LoginGuards } from '../login-guards.js';
 import { openSession } from '../open-session.js';
 import type { TokenPair } from '../token-pair.js';
 import { secondFactorRequiredFor } from './mfa-policy.js';
-import { createChallenge, deleteChallenge, failChallenge, findChallenge, hasActiveTotp, passwordCheckOf, type Challenge } from './mfa.repository.js';
-import { passkeysOf } from './passkeys.repository.js';
+import { createChallenge, deleteChallenge, failChallenge, findChallenge, passwordCheckOf, secondFactorsOf, type Challenge } from './mfa.repository.js';
 import { useSecondFactorCode } from './second-factor-code.js';
 
 /** Wrong codes one mfa_token takes before it dies (the login limits apply as well). */
@@ -19,12 +18,14 @@ export const MFA_TOKEN_MAX_FAILURES = 5;
 export type SecondFactorNeed = 'none' | 'totp' | 'passkey' | 'enroll';
 
 export async function secondFactorOf({ db, config }: Pick<FeatureDeps, 'db' | 'config'>, user: User): Promise<SecondFactorNeed> {
-  if (await hasActiveTotp(db, user.id)) return 'totp';
+  // Both factors in one statement: a login asks this after every right password.
+  const factors = await secondFactorsOf(db, user.id);
+  if (factors.totp) return 'totp';
   // A passkey is a second factor too, so the password alone opens no session. The API cannot take a
   // passkey (WebAuthn needs a browser): such a user finishes in the portal, or adds an authenticator
   // app for API logins. Nor may the password alone enrol one when a role requires a second factor:
   // whoever knew it would get past the passkey.
-  if ((await passkeysOf(db, user.id)).length > 0) return 'passkey';
+  if (factors.passkey) return 'passkey';
   return secondFactorRequiredFor(config, user.role) ? 'enroll' : 'none';
 }
 
