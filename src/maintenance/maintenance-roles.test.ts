@@ -10,7 +10,7 @@ import { exited, untilOutput } from '../testing/child-process.js';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';
 
 /** The jobs src/maintenance-jobs.ts registers. */
-const JOBS = ['auth-records', 'delivery-retention', 'failing-webhooks', 'portal-links', 'webhook-history'];
+const JOBS = ['auth-records', 'delivery-retention', 'entity-snapshots', 'failing-webhooks', 'portal-links', 'webhook-history'];
 
 /**
  * Real `plaza serve` processes of each role on one database, with the real clock: maintenance runs
