@@ -139,6 +139,12 @@ export const ConfigSchema = Type.Object({
   TENANT_REPLAYS_PER_MINUTE: Integer(10, 'Replay requests (POST …/webhooks/{code}/replay) per tenant and minute.', 0),
   TENANT_TESTS_PER_MINUTE: Integer(10, 'Test notifications (POST …/webhooks/{code}/test) per tenant and minute.', 0),
 
+  // Events
+  SKIP_UNCHANGED_EVENTS: Type.Boolean({
+    default: true,
+    description: 'true: a publication/update or order/update whose publication or order (and, for an order, its state) equals the last one accepted for that entity (canonical JSON, key order ignored) creates no deliveries and is answered `"unchanged": true`. false: it is sent like any other event (a publication/update then with an empty `changes`).',
+  }),
+
   // Delivery
   DELIVERY_HOST_BYTES_PER_SECOND: Integer(4_194_304, 'Send budget per destination and worker process: notification bytes per second, sustained, to one IP address (the one connected to, whatever name the callback URL gives it). A destination over its budget waits (its deliveries are postponed, not failed); others are unaffected. 0 turns it off.', 0),
   DELIVERY_HOST_BURST_BYTES: Integer(33_554_432, 'Notification bytes one destination address may receive at once before DELIVERY_HOST_BYTES_PER_SECOND applies.', 0),
@@ -190,6 +196,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const type = (ConfigSchema.properties as Record<string, { type?: string }>)[name]!.type;
     if (type === 'integer' && !/^-?\d+$/.test(String(value))) lines.set(name, `${shown(name, env)}: must be a whole number`);
     if (type === 'number' && !/^-?\d+(\.\d+)?$/.test(String(value))) lines.set(name, `${shown(name, env)}: must be a decimal number`);
+    if (type === 'boolean' && !/^(true|false)$/.test(String(value))) lines.set(name, `${shown(name, env)}: must be true or false`);
   }
   const withDefaults = Value.Default(ConfigSchema, Value.Convert(ConfigSchema, raw));
   for (const error of Value.Errors(ConfigSchema, withDefaults)) {

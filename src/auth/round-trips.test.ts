@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { seedConnection, seedUser, type SeededUser } from '../testing/fixtures.js';
 import { recordRoundTrips } from '../testing/round-trips.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { loginOk, postLogin, postRefresh } from './auth-test-kit.js';
+import { loginOk, postLogin, postRefresh } from '../testing/auth.js';
 
 /**
  * The round trips to PostgreSQL of the three paths every integration calls all day (issue 33,

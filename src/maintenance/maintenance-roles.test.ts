@@ -5,7 +5,7 @@ import { createTestDatabase, type TestDatabase } from '../testing/test-database.
 import { waitFor } from '../testing/wait.js';
 
 /** The jobs src/maintenance-jobs.ts registers. */
-const JOBS = ['auth-records', 'delivery-retention', 'failing-webhooks', 'portal-links', 'webhook-history'];
+const JOBS = ['auth-records', 'delivery-retention', 'entity-snapshots', 'failing-webhooks', 'portal-links', 'webhook-history'];
 
 /**
  * Real `plaza serve` processes of each role on one database, with the real clock: maintenance runs

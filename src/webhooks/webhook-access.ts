@@ -27,6 +27,8 @@ export interface WebhookRow {
   updated_at: Date;
   last_success_at: Date | null;
   failing_since: Date | null;
+  /** A MongoDB-style query over the notification body (filter/filter.ts); null: every notification. */
+  filter: Record<string, unknown> | null;
 }
 
 /** The owner a principal creates webhooks as, and the only webhooks a non-admin may see. */

@@ -99,13 +99,19 @@ function originOf(url: string): string {
   }
 }
 
-/** A created webhook's fields, with their safe values. */
+/** A filter as the history keeps it: its JSON text (key order as stored), null for none. */
+function filterText(filter: Record<string, unknown> | null | undefined): string | null {
+  return filter === null || filter === undefined ? null : JSON.stringify(filter);
+}
+
+/** A created webhook's fields, with their safe values; its filter when it has one. */
 export function createdFields(webhook: WebhookRow): FieldChange[] {
   const values = safeValues(webhook);
   return [
     { field: 'code', after: webhook.code },
     { field: 'topic', after: webhook.topic },
     ...Object.entries(values).map(([field, after]) => ({ field, after })),
+    ...(webhook.filter ? [{ field: 'filter', after: filterText(webhook.filter) }] : []),
   ];
 }
 
@@ -123,6 +129,8 @@ export function changedFields(before: WebhookRow, after: WebhookRow): FieldChang
   if (before.seller_id !== after.seller_id) changes.push({ field: 'seller_id', before: from.seller_id, after: to.seller_id });
   if (!sameHeaders(before.headers, after.headers)) changes.push({ field: 'headers', before: from.headers, after: to.headers });
   if (before.active !== after.active) changes.push({ field: 'active', before: from.active, after: to.active });
+  const [filterBefore, filterAfter] = [filterText(before.filter), filterText(after.filter)];
+  if (filterBefore !== filterAfter) changes.push({ field: 'filter', before: filterBefore, after: filterAfter });
   return changes;
 }
 

@@ -18,6 +18,7 @@ export interface NewWebhook {
   /** The sealed headers (header-box.ts), null for none. */
   headersEncrypted: string | null;
   secretEncrypted: string;
+  filter: Record<string, unknown> | null;
   now: Date;
 }
 
@@ -48,11 +49,11 @@ export async function insertWebhook(tx: Queryable, webhook: NewWebhook, limit: n
   }
   try {
     const { rows } = await tx.query<WebhookRow>(
-      `INSERT INTO webhooks (tenant_kind, tenant_id, marketplace_code, code, name, topic, callback_url, seller_id, headers, headers_encrypted, secret_encrypted, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '{}'::jsonb, $9, $10, $11, $11)
+      `INSERT INTO webhooks (tenant_kind, tenant_id, marketplace_code, code, name, topic, callback_url, seller_id, headers, headers_encrypted, secret_encrypted, created_at, updated_at, filter)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '{}'::jsonb, $9, $10, $11, $11, $12::jsonb)
        ON CONFLICT ON CONSTRAINT ${WEBHOOK_CODE_CONSTRAINT} DO NOTHING
        RETURNING *`,
-      [tenant.kind, tenant.id, marketplaceCode, code, webhook.name, webhook.topic, webhook.callbackUrl, webhook.sellerId, webhook.headersEncrypted, webhook.secretEncrypted, webhook.now],
+      [tenant.kind, tenant.id, marketplaceCode, code, webhook.name, webhook.topic, webhook.callbackUrl, webhook.sellerId, webhook.headersEncrypted, webhook.secretEncrypted, webhook.now, webhook.filter === null ? null : JSON.stringify(webhook.filter)],
     );
     if (!rows[0]) throw codeTaken(code);
     return rows[0];
@@ -128,6 +129,8 @@ export interface WebhookChanges {
   /** The sealed headers (header-box.ts), null for none; undefined keeps them. */
   headersEncrypted?: string | null;
   active?: boolean;
+  /** A checked filter, null to remove it; undefined keeps it. */
+  filter?: Record<string, unknown> | null;
 }
 
 export const DISABLED_BY_USER: DisabledReason = 'disabled_by_user';
@@ -148,6 +151,7 @@ export async function updateWebhook(db: Queryable, id: number, changes: WebhookC
         disabled_reason = CASE WHEN $6 IS TRUE THEN NULL WHEN $6 IS FALSE AND active THEN $8 ELSE disabled_reason END,
         disabled_at = CASE WHEN $6 IS TRUE THEN NULL WHEN $6 IS FALSE AND active THEN $7 ELSE disabled_at END,
         failing_since = CASE WHEN $6 IS TRUE THEN NULL ELSE failing_since END,
+        filter = CASE WHEN $10 THEN $11::jsonb ELSE filter END,
         updated_at = $7
       WHERE id = $1
       RETURNING *`,
@@ -161,6 +165,8 @@ export async function updateWebhook(db: Queryable, id: number, changes: WebhookC
       now,
       DISABLED_BY_USER,
       changes.headersEncrypted !== undefined,
+      changes.filter !== undefined,
+      changes.filter === undefined || changes.filter === null ? null : JSON.stringify(changes.filter),
     ],
   );
   return rows[0];

@@ -12,6 +12,7 @@ import { assertMarketplaceAccess, loadWebhookForPrincipal, tenantOf, type Tenant
 import { ALL_SELLERS, checkCallbackUrl, checkCode, checkHeaders, checkName, normalizeSellerId, normalizeTopic, type Checked } from './webhook-validators.js';
 import { deleteWebhook, insertWebhook, isSellerConnected, rotateWebhookSecret, updateWebhook, type WebhookChanges } from './webhooks.repository.js';
 import { changedFields, createdFields, recordWebhookHistory, type WebhookActor } from './webhook-history.js';
+import { checkFilter, matchesFilter } from './filter/filter.js';
 
 export interface WebhookSettings {
   secretsKey: Buffer;
@@ -37,6 +38,7 @@ export interface CreateWebhookInput {
   callback_url: string;
   seller_id?: string | number;
   headers?: Record<string, string>;
+  filter?: Record<string, unknown> | null;
 }
 
 export interface UpdateWebhookInput {
@@ -45,6 +47,7 @@ export interface UpdateWebhookInput {
   seller_id?: string | number;
   headers?: Record<string, string>;
   active?: boolean;
+  filter?: Record<string, unknown> | null;
 }
 
 /** Collects one FieldError per bad field, so a client sees every problem at once. */
@@ -62,6 +65,13 @@ class FieldChecks {
       this.errors.push({ field: problem.header === undefined ? 'body.headers' : `body.headers.${problem.header}`, message: problem.message });
     }
     return undefined;
+  }
+  /** A filter (null: none), each problem named by its path under `body.filter`. */
+  filter(value: Record<string, unknown> | null): Record<string, unknown> | null | undefined {
+    if (value === null) return null;
+    const problems = checkFilter(value);
+    for (const problem of problems) this.errors.push({ field: problem.path === '' ? 'body.filter' : `body.filter.${problem.path}`, message: problem.message });
+    return problems.length === 0 ? value : undefined;
   }
   throwIfAny(): void {
     if (this.errors.length > 0) {
@@ -111,6 +121,7 @@ export async function createWebhook(db: Database, principal: Principal, marketpl
   const callbackUrl = checks.take('body.callback_url', checkCallbackUrl(input.callback_url, settings.allowedNetworks));
   const sellerId = checks.take('body.seller_id', normalizeSellerId(input.seller_id ?? ALL_SELLERS));
   const headers = checks.headers(input.headers ?? {});
+  const filter = checks.filter(input.filter ?? null);
   checks.throwIfAny();
   const owner = tenantOf(principal);
   await assertSellerIdAllowed(db, principal, owner, marketplaceCode, sellerId!);
@@ -128,6 +139,7 @@ export async function createWebhook(db: Database, principal: Principal, marketpl
       sellerId: sellerId!,
       headersEncrypted: sealHeaders(settings.secretsKey, headers!),
       secretEncrypted: encryptSecret(settings.secretsKey, secret),
+      filter: filter!,
       now,
     }, settings.limitPerTenant);
     // The headers in clear are the ones just sealed: no need to open them again.
@@ -148,6 +160,7 @@ export async function changeWebhook(db: Database, principal: Principal, marketpl
   if (input.seller_id !== undefined) changes.sellerId = checks.take('body.seller_id', normalizeSellerId(input.seller_id));
   const headers = input.headers === undefined ? undefined : checks.headers(input.headers);
   if (input.active !== undefined) changes.active = input.active;
+  if (input.filter !== undefined) changes.filter = checks.filter(input.filter);
   checks.throwIfAny();
   if (headers !== undefined) changes.headersEncrypted = sealHeaders(settings.secretsKey, headers);
   if (changes.sellerId !== undefined) {
@@ -200,4 +213,16 @@ export async function removeWebhook(db: Database, principal: Principal, marketpl
     return true;
   });
   if (!deleted) throw notFound('The webhook does not exist.');
+}
+
+/**
+ * Whether a filter matches a sample notification: for a subscriber writing one. The same access as
+ * creating a webhook in the marketplace; an invalid filter is 400 naming its path, as on create.
+ */
+export async function testFilter(db: Queryable, principal: Principal, marketplaceCode: string, input: { filter: Record<string, unknown>; notification: Record<string, unknown> }): Promise<boolean> {
+  await assertMarketplaceAccess(db, principal, marketplaceCode);
+  const checks = new FieldChecks();
+  const filter = checks.filter(input.filter);
+  checks.throwIfAny();
+  return matchesFilter(filter!, input.notification);
 }
