@@ -19,9 +19,17 @@ const LAYERS = [
   ['main', '^src/main[.]ts$'],
 ];
 
-// Tests and their kits (and src/testing/, the test app) build the whole app: they may import any
-// layer. They still may not form a cycle.
-const TEST_CODE = '[.]test[.]ts$|-test-kit[.]ts$|/test-support[.]ts$|^src/testing/';
+// Tests (*.test.ts) and src/testing/ (every helper of the tests: the test app, fixtures, kits, the
+// receiver, processes) build the whole app: they may import any layer. They still may not form a
+// cycle, and the code that ships may not import them (the npm package leaves them out).
+const TEST_CODE = '[.]test[.]ts$|^src/testing/';
+
+// Modules of src/ that the plaza command does not import, and why they are not test helpers.
+const NOT_FROM_MAIN = [
+  '^src/auth/password-strength[.]worker[.]ts$', // a worker thread's entry, loaded by its URL
+  '^src/(config-docs|http/errors-docs)[.]ts$', // npm run docs:generate writes docs/ with them
+  '^src/db/schema-snapshot[.]ts$', // npm run schema:snapshot and the drift check in CI
+];
 
 const upwards = LAYERS.slice(0, -1).map(([name, path], index) => ({
   name: `layer-${name}`,
@@ -56,6 +64,34 @@ export default {
       to: { path: '^src/delivery/history/|^src/delivery/worker[.]ts$' },
     },
     {
+      name: 'tests-not-shipped',
+      comment: 'the code that ships imports no test code: src/testing/ and *.test.ts are not in the npm package (package.json files)',
+      severity: 'error',
+      from: { path: '^src/', pathNot: TEST_CODE },
+      to: { path: TEST_CODE },
+    },
+    {
+      name: 'test-helpers-in-testing',
+      comment: 'a module that the plaza command never loads is dead code or a test helper; a test helper belongs in src/testing/ (one place, not shipped)',
+      severity: 'error',
+      from: { path: '^src/main[.]ts$' },
+      to: { path: '^src/', pathNot: [TEST_CODE, ...NOT_FROM_MAIN].join('|'), reachable: false },
+    },
+    {
+      name: 'client-outside-plaza',
+      comment: 'the client library (clients/) is a package of its own that Plaza does not use: src/ (tests too) never imports it',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { path: '^clients/' },
+    },
+    {
+      name: 'client-standalone',
+      comment: 'the client library depends on no part of Plaza: it talks to Plaza over HTTP only (its live tests start `plaza serve` as a process)',
+      severity: 'error',
+      from: { path: '^clients/' },
+      to: { path: '^(src|bench|test)/' },
+    },
+    {
       name: 'no-cycle',
       comment: 'an import cycle between modules',
       severity: 'error',
@@ -67,6 +103,6 @@ export default {
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     doNotFollow: { path: 'node_modules' },
-    includeOnly: '^src/',
+    includeOnly: '^(src|clients/[^/]+/(src|test))/',
   },
 };

@@ -14,11 +14,13 @@ RUN npm run build:image
 
 FROM node:${NODE_VERSION}-bookworm-slim AS runtime
 # The official images' convention; Plaza itself reads no NODE_ENV (its settings are its own variables).
-# The heap limit: docs/operations.md, "Memory".
+# The heap limit: docs/operations.md, "Memory". METRICS_PORT set: a taken port stops the start
+# instead of moving where nothing scrapes (docs/operations.md, "Health, logs, shutdown").
 ENV NODE_ENV=production \
     NODE_OPTIONS=--max-old-space-size=2000 \
     DATA_DIR=/data \
     PORT=3000 \
+    METRICS_PORT=9464 \
     LOG_FORMAT=json
 WORKDIR /app
 COPY package.json package-lock.json ./

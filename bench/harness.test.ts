@@ -5,6 +5,7 @@ import { ms } from './lib/scenario.js';
 import { median, percentile } from './lib/stats.js';
 import { rowLine } from './lib/table.js';
 import { cpuRow, fleetRows, peerRows } from './scenarios/delivery-rows.js';
+import { authenticatedReadRows } from './scenarios/api.js';
 import { select } from './scenarios/index.js';
 
 const run = (perSecond: number, senderMs: number, database: DeliveryRun['cpu']['database']): DeliveryRun => ({
@@ -59,6 +60,17 @@ describe('bench harness', () => {
     const [fleet, fleetCpu] = fleetRows('embedded', 4, run(4750, 10_000, { ms: 10_000 }), plaza);
     assert.deepEqual([fleet!.scenario, fleet!.ratio, fleet!.met], ['4 delivery throughput, 4 workers (100000 in 20.00 s)', '95%', 'yes']);
     assert.deepEqual([fleetCpu!.scenario, fleetCpu!.figure, fleetCpu!.met], ['4 CPU per delivery, 4 workers (Plaza 100 µs + PostgreSQL 100 µs)', '200 µs', 'yes']);
+  });
+
+  it('rates scenario 1 against the minimal equivalent (≥ 70 %, p99 ≤ 15 ms) and keeps the bare route as a row without target', () => {
+    const load = (perSecond: number, p99Ms: number) => ({ perSecond, p99Ms, p50Ms: 1, requests: perSecond * 10 });
+    const [rate, p99, bare] = authenticatedReadRows('postgres', load(7000, 12), load(10_000, 8), load(70_000, 0));
+    assert.deepEqual([rate!.ceiling, rate!.ratio, rate!.target, rate!.met], ['10,000/s', '70%', '≥ 70%', 'yes']);
+    assert.match(rate!.scenario, /minimal equivalent/);
+    assert.deepEqual([p99!.figure, p99!.ceiling, p99!.ratio, p99!.met], ['12.0 ms', '8.00 ms', '1.50×', 'yes']);
+    assert.deepEqual([bare!.ceiling, bare!.ratio, bare!.target, bare!.met], ['70,000/s', '10%', '—', 'n/a']);
+    const [slow, late] = authenticatedReadRows('postgres', load(6900, 16), load(10_000, 0.5), load(70_000, 0));
+    assert.deepEqual([slow!.met, late!.met, late!.ceiling, late!.ratio], ['no', 'no', '< 1 ms', '—']);
   });
 
   it('says why the CPU per delivery is unknown instead of printing a part of it', () => {

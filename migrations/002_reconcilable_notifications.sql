@@ -15,6 +15,9 @@ CREATE TABLE entity_sequences (
 
 -- The delivery's number, sent as the plaza-entity-sequence header on every attempt and shown by the
 -- feed. Deliveries made before this migration are numbered here from the oldest kept one.
+-- Nullable, as the rolling-upgrade rule asks (docs/operations.md, Upgrades): the previous release's
+-- intake, still running during an upgrade, writes deliveries without a number (and without counting
+-- them); such a delivery is sent without the header and listed with sequence null.
 ALTER TABLE deliveries ADD COLUMN sequence bigint;
 WITH numbered AS (
   SELECT id, status, row_number() OVER (PARTITION BY webhook_id, entity_key ORDER BY id) AS n FROM deliveries
@@ -22,7 +25,6 @@ WITH numbered AS (
 UPDATE deliveries d SET sequence = numbered.n FROM numbered WHERE d.id = numbered.id AND d.status = numbered.status;
 INSERT INTO entity_sequences (webhook_id, entity_key, last_sequence)
 SELECT webhook_id, entity_key, max(sequence) FROM deliveries GROUP BY webhook_id, entity_key;
-ALTER TABLE deliveries ALTER COLUMN sequence SET NOT NULL;
 
 -- 2. The notification feed: a webhook's deliveries in id order from a position (one range scan per
 -- page, whatever the number of deliveries kept).

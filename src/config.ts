@@ -54,7 +54,14 @@ export const ConfigSchema = Type.Object({
   ),
   BODY_LIMIT_BYTES: Integer(1_048_576, 'Largest event body (POST /v1/{marketplace_code}/events); larger bodies get 413. Sign-in (API and portal), refresh and password change accept 32 KiB, other routes and portal forms 64 KiB (never more than this).', 1024),
   METRICS_HOST: Text('127.0.0.1', 'Interface of the operations listener (/metrics, /healthz, /readyz). Loopback by default: metrics need no token, so expose them only to monitoring.'),
-  METRICS_PORT: Integer(9464, 'TCP port of the operations listener, in every role (a worker has no other HTTP port). 0 picks a free port (logged at start).', 0, 65535),
+  METRICS_PORT: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      maximum: 65535,
+      description:
+        'TCP port of the operations listener, in every role (a worker has no other HTTP port). Unset: 9464, or a free port (with a warning naming it) when 9464 is taken, so that two development instances on one machine both start; set it where monitoring scrapes a known port, and a taken port then stops the start. 0 picks a free port (logged at start).',
+    }),
+  ),
   METRICS_QUEUE_INTERVAL_SECONDS: Integer(15, 'How often the delivery queue gauges are measured (a scrape never queries the database).', 1, 3600),
   SHUTDOWN_TIMEOUT_MS: Milliseconds(10_000, 'On SIGTERM/SIGINT, how long in-flight requests and sends may take before the process exits.', 0),
   MAINTENANCE_INTERVAL_SECONDS: Integer(
@@ -132,6 +139,12 @@ export const ConfigSchema = Type.Object({
   TENANT_REPLAYS_PER_MINUTE: Integer(10, 'Replay requests (POST …/webhooks/{code}/replay) per tenant and minute.', 0),
   TENANT_TESTS_PER_MINUTE: Integer(10, 'Test notifications (POST …/webhooks/{code}/test) per tenant and minute.', 0),
 
+  // Events
+  SKIP_UNCHANGED_EVENTS: Type.Boolean({
+    default: true,
+    description: 'true: a publication/update or order/update whose publication or order (and, for an order, its state) equals the last one accepted for that entity (canonical JSON, key order ignored) creates no deliveries and is answered `"unchanged": true`. false: it is sent like any other event (a publication/update then with an empty `changes`).',
+  }),
+
   // Delivery
   DELIVERY_HOST_BYTES_PER_SECOND: Integer(4_194_304, 'Send budget per destination and worker process: notification bytes per second, sustained, to one IP address (the one connected to, whatever name the callback URL gives it). A destination over its budget waits (its deliveries are postponed, not failed); others are unaffected. 0 turns it off.', 0),
   DELIVERY_HOST_BURST_BYTES: Integer(33_554_432, 'Notification bytes one destination address may receive at once before DELIVERY_HOST_BYTES_PER_SECOND applies.', 0),
@@ -185,6 +198,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const type = (ConfigSchema.properties as Record<string, { type?: string }>)[name]!.type;
     if (type === 'integer' && !/^-?\d+$/.test(String(value))) lines.set(name, `${shown(name, env)}: must be a whole number`);
     if (type === 'number' && !/^-?\d+(\.\d+)?$/.test(String(value))) lines.set(name, `${shown(name, env)}: must be a decimal number`);
+    if (type === 'boolean' && !/^(true|false)$/.test(String(value))) lines.set(name, `${shown(name, env)}: must be true or false`);
   }
   const withDefaults = Value.Default(ConfigSchema, Value.Convert(ConfigSchema, raw));
   for (const error of Value.Errors(ConfigSchema, withDefaults)) {

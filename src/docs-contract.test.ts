@@ -52,3 +52,32 @@ test('every way of starting Plaza gives Node the same heap limit, and the benchm
   assert.ok(read('bench/lib/service.ts').includes(`PLAZA_NODE_FLAGS = ['${flag}']`), 'bench/lib/service.ts');
   assert.match(read('docs/operations.md'), new RegExp(`${flag}`));
 });
+
+/** The shell blocks of the README's tour, each pasted into whichever terminal (issue 34, item 4). */
+function tourBlocks(): string[] {
+  const readme = read('README.md');
+  const tour = readme.slice(readme.indexOf('## A first tour'), readme.indexOf('## Documentation'));
+  return [...tour.matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1]!);
+}
+
+test('each block of the README tour stands alone: a shell variable it uses is set in that block, or read from a file', () => {
+  const blocks = tourBlocks();
+  assert.ok(blocks.length >= 6, `${blocks.length} blocks`);
+  for (const block of blocks) {
+    // The JavaScript of `node -p '…'` uses ${…} of its own: only the shell's part is looked at.
+    // Comments first: their apostrophes ("the delivery's") are not quotes.
+    const shell = block.replace(/\s#\s.*$/gm, '').replace(/'[^']*'/g, "''");
+    const set = new Set([...shell.matchAll(/(?:^|[\s;(])(?:for\s+)?([A-Za-z_][A-Za-z0-9_]*)(?:=|\s+in\s)/gm)].map((match) => match[1]!));
+    for (const [, name] of shell.matchAll(/\$\{?([A-Za-z_][A-Za-z0-9_]*)/g)) {
+      assert.ok(set.has(name!), `the tour block\n${block}\nuses $${name}, which another terminal does not have: keep it in a file under tour/`);
+    }
+  }
+});
+
+test('the README tour says how to get a new access token, and shows per-entity order when a receiver failed', () => {
+  const readme = read('README.md');
+  assert.match(readme, /After 15 minutes/);
+  assert.ok(tourBlocks().some((block) => block.includes('/api/v2/auth/refresh') && block.includes('tour/login.json')));
+  assert.match(readme, /blocked_by=2/);
+  assert.match(readme, /waiting behind #2/);
+});

@@ -133,5 +133,10 @@ test('`plaza serve` writes only JSON lines, the first-start hint among them, wit
   assert.ok(lines.every((line) => ISO_TIME.test(line.time)));
   const hint = lines.find((line) => line.msg === 'no user exists yet');
   assert.ok(hint?.commands?.some((command) => command.includes('plaza users add')), JSON.stringify(hint));
+  // A DATA_DIR without keys.json and no SECRETS_KEY: the key is generated, and the start says where.
+  const generated = lines.find((line) => line.msg.startsWith('SECRETS_KEY is not set')) as { level?: number; msg: string; file?: string } | undefined;
+  assert.equal(generated?.level, 40, JSON.stringify(generated));
+  assert.equal(generated.file, join(dataDir, 'keys.json'));
+  assert.match(generated.msg, new RegExp(`generated a new master key in ${join(dataDir, 'keys.json').replace(/[.]/g, '\\.')}$`));
   assert.equal(stderr, '', 'nothing besides the JSON lines');
 });

@@ -4,6 +4,7 @@ import type { Config } from './config.js';
 import { pruneExpired } from './delivery/maintenance.js';
 import { disableFailingWebhooks } from './delivery/queue/webhook-health.js';
 import type { MaintenanceJob } from './maintenance/scheduler.js';
+import { pruneSnapshots } from './events/snapshots/snapshots.repository.js';
 import { pruneExpiredPortalRecords } from './portal/portal-links.repository.js';
 import { pruneWebhookHistory } from './webhooks/webhook-history.repository.js';
 
@@ -25,6 +26,8 @@ export function maintenanceJobs(config: Config, logger: FastifyBaseLogger): Main
       },
     },
     { name: 'delivery-retention', intervalSeconds, run: (db, now) => pruneExpired(db, now, config.DELIVERY_RETENTION_DAYS, config.NOTIFICATION_RETENTION_DAYS) },
+    // An entity's snapshot (the last publication or order accepted) is kept as long as its events.
+    { name: 'entity-snapshots', intervalSeconds, run: (db, now) => pruneSnapshots(db, now, config.DELIVERY_RETENTION_DAYS) },
     {
       name: 'auth-records',
       intervalSeconds,

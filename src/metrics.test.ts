@@ -4,7 +4,8 @@ import { buildApp, type App } from './app.js';
 import { buildOperationsApp, type OperationsListener } from './operations/operations-listener.js';
 import { createTestApp, type TestContext } from './testing/test-app.js';
 import { createDeliverer, deliverDue } from './delivery/dispatch/deliver.js';
-import { Receiver, seedDelivery, seedWebhook } from './delivery/delivery-test-kit.js';
+import { seedDelivery, seedWebhook } from './testing/deliveries.js';
+import { Receiver } from './testing/receiver.js';
 import { createMetrics } from './metrics.js';
 
 describe('GET /metrics on the operations listener', () => {

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import type pino from 'pino';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
@@ -29,6 +30,20 @@ export const FIRST_USER_HINT = {
     'echo "<password>" | npx plaza users add <username> --seller <seller id>',
   ],
 };
+
+/**
+ * The start that generated DATA_DIR/keys.json says so, naming the file: every webhook secret and JWT
+ * signing key is encrypted under it from now on, so a lost file (a container without a volume, a
+ * DATA_DIR not in the backup) loses them, and a second machine needs the same key. Generating keeps
+ * the one-command start of the README (and a single-machine install) working; a production that
+ * wants no generated key sets SECRETS_KEY (docs/operations.md, Keys).
+ */
+export function generatedKeyWarning(file: string) {
+  return {
+    file,
+    action: `back up ${file} with the database (it encrypts every webhook secret and JWT key); give every other process the same key, or set SECRETS_KEY from your secret store instead`,
+  };
+}
 
 /** `plaza serve`: the API, the delivery worker, or both, and the maintenance, until SIGTERM or SIGINT. */
 export async function serve(config: Config, role: Role): Promise<void> {
@@ -69,6 +84,10 @@ export async function serve(config: Config, role: Role): Promise<void> {
   } catch (error) {
     await db.close();
     throw error;
+  }
+  if (keys.secrets.generated) {
+    const file = resolve(keys.secrets.source);
+    logger.warn(generatedKeyWarning(file), `SECRETS_KEY is not set: generated a new master key in ${file}`);
   }
   const stopKeyReloader = startKeyReloader(keys, config, (error) => logger.error({ err: error }, 'reloading the JWT keys failed; keeping the current ones'));
   if ((await countUsers(db)) === 0) {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { loginOk } from '../auth/auth-test-kit.js';
+import { loginOk } from '../testing/auth.js';
 import { verifyPassword } from '../auth/passwords.js';
 import { accessTokenFor, bearer, OTHER_STRONG_PASSWORD, seedUser, STRONG_PASSWORD } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';

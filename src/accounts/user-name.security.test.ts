@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { insertUser } from './accounts.repository.js';
 import { checkNewUserName } from './user-name.js';
-import { loginOk, postLogin } from '../auth/auth-test-kit.js';
+import { loginOk, postLogin } from '../testing/auth.js';
 import { hashPassword } from '../auth/passwords.js';
-import { runInProcess } from '../cli/cli-test-kit.js';
+import { runInProcess } from '../testing/cli.js';
 import { accessTokenFor, bearer, OTHER_STRONG_PASSWORD, seedUser, STRONG_PASSWORD } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 

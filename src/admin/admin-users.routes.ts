@@ -4,10 +4,11 @@ import { findUserSummary, listUsers, type UserSummary } from '../accounts/accoun
 import { UserName } from '../accounts/user-name.js';
 import { createUser, deleteUser, resetPassword, updateUser } from './users.service.js';
 import { NewPassword } from '../auth/password-bounds.js';
+import { commonPasswordExample } from '../auth/password-strength.js';
 import { principalOf } from '../http/principal.js';
 import type { FeatureDeps } from '../deps.js';
 import { invalidField, notFound } from '../http/errors.js';
-import { problemResponses } from '../http/openapi.js';
+import { problemResponses, problemWithExamples } from '../http/openapi.js';
 import { MarketplaceCode } from '../http/path-params.js';
 import { Id, IdParams, RoleSchema, Timestamp } from './admin-schemas.js';
 import { actorOf } from '../accounts/admin-audit.repository.js';
@@ -28,7 +29,7 @@ const User = Type.Object(
     created_at: Timestamp,
     updated_at: Timestamp,
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ id: 42, username: 'acme-api', seller_id: 7, role: 'seller', marketplace_code: null, active: true, created_at: '2026-11-27T10:00:00.000Z', updated_at: '2026-11-27T10:00:00.000Z' }] },
 );
 
 const present = (row: UserSummary) => ({ ...row, created_at: row.created_at.toISOString(), updated_at: row.updated_at.toISOString() });
@@ -43,7 +44,7 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (ap
   app.post('/api/v2/admin/users', {
     schema: {
       ...schema, operationId: 'adminCreateUser', summary: 'Create a user',
-      description: 'seller_id is the seller the login result names (optional for admins); a marketplace user also names its marketplace_code. username is stored in canonical form (NFKC, trimmed): letters, digits and . _ - @ + of one script (no mixed scripts), else 400; a name equal to another in that form, in any case, is 409.',
+      description: 'seller_id is the seller the login result names (optional for admins); a marketplace user also names its marketplace_code. username is stored in canonical form (NFKC, trimmed): letters, digits and . _ - @ + of one script (no mixed scripts), else 400; a name equal to another in that form, in any case, is 409. password must pass the strength rule (not a common or breached password, a strength score of at least PASSWORD_MIN_SCORE): 400 naming body.password otherwise.',
       body: Type.Object({
         username: UserName,
         password: NewPassword,
@@ -51,8 +52,8 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (ap
         role: Type.Optional(Role),
         marketplace_code: Type.Optional(MarketplaceCode),
         active: Type.Optional(Type.Boolean()),
-      }, { additionalProperties: false }),
-      response: { 201: User, ...problemResponses(400, 401, 403, 409, 503) },
+      }, { additionalProperties: false, examples: [{ username: 'acme-api', password: 'quarry lantern juniper solstice', seller_id: 7 }] }),
+      response: { 201: User, ...problemResponses(401, 403, 409, 503), 400: problemWithExamples(400, { common_password: commonPasswordExample('body.password') }) },
     },
   }, async (request, reply) => {
     const body = request.body;
@@ -95,9 +96,9 @@ export const adminUserRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (ap
 
   app.post('/api/v2/admin/users/:id/password', {
     schema: {
-      ...schema, operationId: 'adminResetPassword', summary: 'Set a new password for a user', description: 'Ends every session of the user.',
-      params: IdParams, body: Type.Object({ password: NewPassword }, { additionalProperties: false }),
-      response: { 204: Type.Null({ description: 'Password set' }), ...problemResponses(400, 401, 403, 404, 503) },
+      ...schema, operationId: 'adminResetPassword', summary: 'Set a new password for a user', description: 'The password must pass the strength rule (400 naming body.password otherwise). Ends every session of the user.',
+      params: IdParams, body: Type.Object({ password: NewPassword }, { additionalProperties: false, examples: [{ password: 'quarry lantern juniper solstice' }] }),
+      response: { 204: Type.Null({ description: 'Password set' }), ...problemResponses(401, 403, 404, 503), 400: problemWithExamples(400, { common_password: commonPasswordExample('body.password') }) },
     },
   }, async (request, reply) => {
     if (!(await resetPassword(db, request.params.id, request.body.password, actorOf(principalOf(request)), clock.now(), { minScore: deps.config.PASSWORD_MIN_SCORE, field: 'body.password' }))) throw noUser();

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { loginOk, postRefresh } from '../auth/auth-test-kit.js';
-import { order } from '../events/test-support.js';
+import { loginOk, postRefresh } from '../testing/auth.js';
+import { order } from '../testing/events.js';
 import { accessTokenFor, bearer, OTHER_STRONG_PASSWORD, seedConnection, seedUser, STRONG_PASSWORD } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 

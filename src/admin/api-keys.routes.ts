@@ -37,7 +37,17 @@ const ApiKey = Type.Object(
   },
   { additionalProperties: false },
 );
-const CreatedApiKey = Type.Object({ ...ApiKey.properties, key: Type.String({ description: 'The key, shown only in this response: `plz_` and 43 characters.' }) }, { additionalProperties: false });
+/** A key made by another key (revoked with it), as docs/authentication.md shows it. */
+const exampleKey = {
+  id: 7, name: 'nightly import', prefix: 'plz_Xq3v9a', role: 'marketplace', marketplace_code: 'meli', seller_id: null, created_at: '2026-11-02T09:00:00.000Z',
+  created_by: 'api_key:3', creator: { kind: 'api_key', id: 3, name: 'meli platform' }, last_used_at: '2026-11-26T21:14:00.000Z', expires_at: '2027-02-01T00:00:00.000Z', revoked_at: null,
+};
+const ApiKeyOut = Type.Object(ApiKey.properties, { additionalProperties: false, examples: [exampleKey] });
+const ApiKeyList = Type.Array(ApiKey, { examples: [[exampleKey, { ...exampleKey, id: 8, name: 'ops laptop', prefix: 'plz_7Hd0Qe', created_by: 'user:12', creator: { kind: 'user', id: 12, name: 'maria' }, last_used_at: null, expires_at: null }]] });
+const CreatedApiKey = Type.Object({ ...ApiKey.properties, key: Type.String({ description: 'The key, shown only in this response: `plz_` and 43 characters.' }) }, {
+  additionalProperties: false,
+  examples: [{ ...exampleKey, last_used_at: null, created_at: '2026-11-27T10:00:00.000Z', key: 'plz_Xq3v9aR2mT8kLw4cYp0sVb6nJd1fHz5gQe7uAi3oKx9' }],
+});
 
 function present(row: ApiKeyRow) {
   return {
@@ -81,7 +91,7 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
         marketplace_code: Type.Optional(MarketplaceCode),
         seller_id: Type.Optional(Id),
         expires_at: Type.Optional(Type.String({ format: 'date-time', description: 'When the key stops working: in the future, and at most API_KEY_MAX_LIFETIME_DAYS ahead when that is set (400 otherwise). Without it the key expires after API_KEY_MAX_LIFETIME_DAYS, or never when that is 0 (the default).' })),
-      }, { additionalProperties: false }),
+      }, { additionalProperties: false, examples: [{ name: 'nightly import', role: 'marketplace', marketplace_code: 'meli', expires_at: '2027-02-01T00:00:00Z' }] }),
       response: { 201: CreatedApiKey, ...problemResponses(400, 401, 403, 409, 503) },
     },
   }, async (request, reply) => {
@@ -100,7 +110,7 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
   });
 
   app.get('/api/v2/admin/api-keys', {
-    schema: { ...schema, operationId: 'listApiKeys', summary: 'List API keys', description: 'In id order, paginated, revoked ones included. Never the key itself.', querystring: PageQuery, response: { 200: { ...Type.Array(ApiKey), headers: LINK_HEADER }, ...problemResponses(400, 401, 403, 503) } },
+    schema: { ...schema, operationId: 'listApiKeys', summary: 'List API keys', description: 'In id order, paginated, revoked ones included. Never the key itself.', querystring: PageQuery, response: { 200: { ...ApiKeyList, headers: LINK_HEADER }, ...problemResponses(400, 401, 403, 503) } },
   }, async (request, reply) => {
     const limit = request.query.limit ?? ADMIN_PAGE_SIZE;
     const scope = scopeOf(principalOf(request));
@@ -109,7 +119,7 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
   });
 
   app.get('/api/v2/admin/api-keys/:id', {
-    schema: { ...schema, operationId: 'getApiKey', summary: 'Get an API key', params: IdParams, response: { 200: ApiKey, ...problemResponses(400, 401, 403, 404, 503) } },
+    schema: { ...schema, operationId: 'getApiKey', summary: 'Get an API key', params: IdParams, response: { 200: ApiKeyOut, ...problemResponses(400, 401, 403, 404, 503) } },
   }, async (request) => {
     const row = await findApiKey(db, request.params.id, scopeOf(principalOf(request)));
     if (!row) throw noKey();

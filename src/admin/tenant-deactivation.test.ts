@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { loginOk, postLogin, postRefresh } from '../auth/auth-test-kit.js';
-import { deliveriesOf, insertWebhook, postEvent, sampleEvent, seedWorld, type World } from '../events/test-support.js';
+import { loginOk, postLogin, postRefresh } from '../testing/auth.js';
+import { deliveriesOf, insertWebhook, postEvent, sampleEvent, seedWorld, type World } from '../testing/events.js';
 import { accessTokenFor, bearer, seedConnection, seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 

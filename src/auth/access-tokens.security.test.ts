@@ -9,7 +9,7 @@ import { loadKeys } from '../keys.js';
 import { seedUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';
-import { getProducts, loginOk } from './auth-test-kit.js';
+import { getProducts, loginOk } from '../testing/auth.js';
 
 const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
 

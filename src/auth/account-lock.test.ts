@@ -3,7 +3,8 @@ import { after, before, describe, test } from 'node:test';
 import type { Queryable } from '../db/database.js';
 import { accessTokenFor, bearer, seedConnection, seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { loginOk, postLogin, postRefresh, refreshTokensOf } from './auth-test-kit.js';
+import { eventually } from '../testing/wait.js';
+import { loginOk, postLogin, postRefresh, refreshTokensOf } from '../testing/auth.js';
 import { hashPassword } from './passwords.js';
 import { revokeAllOfUser } from './sessions.repository.js';
 
@@ -27,13 +28,13 @@ describe('a login or refresh racing a reset or deactivation leaves no live sessi
   async function untilWaiting(waiters: number, settled: Promise<unknown>): Promise<void> {
     let done = false;
     void settled.finally(() => (done = true));
-    for (let i = 0; i < 500 && !done; i++) {
+    await eventually(async () => {
+      if (done) return true;
       const { rows } = await ctx.db.query<{ n: number }>(
         `SELECT count(DISTINCT l.pid)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted AND a.datname = current_database()`,
       );
-      if (rows[0]!.n >= waiters) return;
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
+      return rows[0]!.n >= waiters;
+    }, { timeoutMs: 5000 });
   }
 
   /** Runs `writer` in a transaction that stays open until `release` is called. */

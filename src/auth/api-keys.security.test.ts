@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { runInProcess } from '../cli/cli-test-kit.js';
-import { seedWorld } from '../events/test-support.js';
+import { runInProcess } from '../testing/cli.js';
+import { seedWorld } from '../testing/events.js';
 import { accessTokenFor, seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
+import { waitFor } from '../testing/wait.js';
 import { hashApiKey, newApiKey, shownPrefixOf } from './api-keys.js';
 import { insertApiKey, lockApiKeyTree } from './api-keys.repository.js';
 import { revokeApiKeyById } from './api-keys.service.js';
@@ -185,10 +186,8 @@ describe('API keys: expiry, revocation of the keys a key made, last use', () => 
 
 /** Until a session waits for an advisory lock (the revocation, queued behind the creation's lock). */
 async function waitForAdvisoryLockWaiter(ctx: TestContext): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    const { rows } = await ctx.db.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`);
-    if (rows.length > 0) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error('the revocation never waited for the lock');
+  await waitFor(
+    async () => (await ctx.db.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`)).rows.length > 0,
+    { timeoutMs: 5000, message: 'the revocation never waited for the lock' },
+  );
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { buildApp, type App } from '../app.js';
-import { postEvent, sampleEvent, seedWorld, type World } from '../events/test-support.js';
+import { postEvent, sampleEvent, seedWorld, type World } from '../testing/events.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { hashApiKey } from './api-keys.js';
 

@@ -37,12 +37,17 @@ export interface AuthEvent {
   detail?: Record<string, unknown>;
 }
 
-/** Returns the id of the new row. */
-export async function recordAuthEvent(db: Queryable, event: AuthEvent): Promise<string> {
-  const { rows } = await db.query<{ id: string }>(
-    `INSERT INTO auth_events (type, user_id, username, session_id, ip, user_agent, created_at, detail)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb) RETURNING id::text AS id`,
-    [
+/**
+ * The INSERT of one event with its parameters numbered from `$first`: recordAuthEvent's statement,
+ * and the last part of a statement that writes the event with what it records (a login's session,
+ * a refresh's rotation: one round trip, sessions.repository.ts).
+ */
+export function authEventInsert(event: AuthEvent, first = 1): { sql: string; params: unknown[] } {
+  const $ = (i: number) => `$${first + i}`;
+  return {
+    sql: `INSERT INTO auth_events (type, user_id, username, session_id, ip, user_agent, created_at, detail)
+     VALUES (${$(0)}, ${$(1)}, ${$(2)}, ${$(3)}, ${$(4)}, ${$(5)}, ${$(6)}, ${$(7)}::jsonb)`,
+    params: [
       event.type,
       event.userId ?? null,
       event.username ?? null,
@@ -52,7 +57,13 @@ export async function recordAuthEvent(db: Queryable, event: AuthEvent): Promise<
       event.at,
       event.detail ? JSON.stringify(event.detail) : null,
     ],
-  );
+  };
+}
+
+/** Returns the id of the new row. */
+export async function recordAuthEvent(db: Queryable, event: AuthEvent): Promise<string> {
+  const insert = authEventInsert(event);
+  const { rows } = await db.query<{ id: string }>(`${insert.sql} RETURNING id::text AS id`, insert.params);
   return rows[0]!.id;
 }
 

@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { seedUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { pruneAuthRecords } from './auth-maintenance.js';
-import { loginOk, postRefresh, refreshTokensOf } from './auth-test-kit.js';
+import { loginOk, postRefresh, refreshTokensOf } from '../testing/auth.js';
 
 describe('pruneAuthRecords', () => {
   let ctx: TestContext;

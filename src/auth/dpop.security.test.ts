@@ -5,8 +5,8 @@ import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT, type Crypt
 import { seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { pruneAuthRecords } from './auth-maintenance.js';
-import { claimsOf, getProducts, postLogin, postRefresh, refreshTokensOf } from './auth-test-kit.js';
-import { codeOf, enrolTotp, verifyMfa } from './mfa/mfa-test-kit.js';
+import { claimsOf, getProducts, postLogin, postRefresh, refreshTokensOf } from '../testing/auth.js';
+import { codeOf, enrolTotp, verifyMfa } from '../testing/mfa.js';
 import type { TokenPair } from './token-pair.js';
 
 /** A client's DPoP key, as a client library holds it. */
@@ -272,7 +272,9 @@ describe('DPoP (RFC 9449) under attack', () => {
     const next = (await refreshWith(key, pair.refresh_token)).json() as TokenPair;
     // A thief with the old token and no key cannot end the victim's sessions.
     assertProofRefused(await refreshWith(undefined, pair.refresh_token));
-    assert.ok((await refreshTokensOf(ctx, victim.id)).every((row) => row.revoked_reason !== 'security_breach_token_reuse'));
+    const tokens = await refreshTokensOf(ctx, victim.id);
+    assert.equal(tokens.length, 2, 'the login and its successor');
+    assert.ok(tokens.every((row) => row.revoked_reason !== 'security_breach_token_reuse'));
     assert.equal((await refreshWith(key, next.refresh_token)).statusCode, 200);
   });
 

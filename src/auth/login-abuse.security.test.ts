@@ -1,13 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { seedUser } from '../testing/fixtures.js';
+import { loginFrom as login } from '../testing/auth.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 
 // Issue 13 items 1, 2 and 6: what an attacker who knows a user name can do to its owner, and what
 // a flood of refused logins costs the database. Run on both stores (REDIS_URL set: Redis too).
-
-const login = (ctx: TestContext, username: string, password: string, remoteAddress: string) =>
-  ctx.app.inject({ method: 'POST', url: '/api/v2/auth/login', payload: { username, password }, remoteAddress });
 
 const stores = [
   { name: 'database', env: {} as Record<string, string>, skip: false as string | false },

@@ -2,7 +2,7 @@ import type { Config } from '../config.js';
 import type { AttemptKeys } from './login-limit-keys.js';
 import type { CounterState, Counters, LimitDecision, Plan } from './login-limit-types.js';
 
-/**
+/*
  * The rules of the login limits, the only place they are written: pure functions from the
  * counters of an attempt to a decision and the counters to write. Both stores (SQL and Redis) only
  * read, hand the counters to these functions and write what they return (CounterStore.apply).

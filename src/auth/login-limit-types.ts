@@ -32,7 +32,15 @@ export interface Plan {
  * writes the result atomically: when another caller changed one of the keys in between, the plan
  * is made again from the new values (row locks in SQL, compare-and-set in Redis).
  */
+export interface ApplyOptions {
+  /**
+   * The plan is known to write (a success takes back the reservation its attempt made): a store
+   * that reads before it locks, to write nothing for refusals, may go straight to the locked write.
+   */
+  writes?: true;
+}
+
 export interface CounterStore {
-  apply(keys: string[], now: Date, plan: (counters: Counters) => Plan): Promise<Plan>;
+  apply(keys: string[], now: Date, plan: (counters: Counters) => Plan, options?: ApplyOptions): Promise<Plan>;
   close?(): Promise<void>;
 }

@@ -1,6 +1,6 @@
 import type { Database, Queryable } from '../db/database.js';
 import { expiredBefore, type LimitRules } from './login-limit-rules.js';
-import type { CounterState, CounterStore, Counters, Plan } from './login-limit-types.js';
+import type { ApplyOptions, CounterState, CounterStore, Counters, Plan } from './login-limit-types.js';
 
 /**
  * Login-limit counters in the login_throttle table, shared by every API process on one
@@ -34,10 +34,13 @@ export class SqlCounterStore implements CounterStore {
    * Otherwise the plan is made again under row locks taken in key order (so parallel callers
    * serialise and never deadlock) and written in the same transaction.
    */
-  async apply(keys: string[], now: Date, plan: (counters: Counters) => Plan): Promise<Plan> {
-    const read = await this.db.query<Row>(`SELECT key, failures, window_started_at, blocked_until FROM login_throttle WHERE key = ANY($1::text[])`, [keys]);
-    const first = plan(countersOf(read.rows));
-    if (first.writes.size === 0) return first;
+  async apply(keys: string[], now: Date, plan: (counters: Counters) => Plan, options: ApplyOptions = {}): Promise<Plan> {
+    // A plan known to write skips the read: it would be made again under the locks anyway.
+    if (!options.writes) {
+      const read = await this.db.query<Row>(`SELECT key, failures, window_started_at, blocked_until FROM login_throttle WHERE key = ANY($1::text[])`, [keys]);
+      const first = plan(countersOf(read.rows));
+      if (first.writes.size === 0) return first;
+    }
 
     const sorted = [...keys].sort();
     const result = await this.db.transaction(async (tx) => {
@@ -68,11 +71,13 @@ export class SqlCounterStore implements CounterStore {
   }
 }
 
-/** The planned writes: deletions in one statement, the rest in one UPDATE … FROM (VALUES …). */
+/**
+ * The planned writes in one statement: the deletions and one UPDATE … FROM (VALUES …) of the rest,
+ * as a CTE of the update when there is one (they touch different keys, all locked by the caller).
+ */
 async function writeCounters(tx: Queryable, writes: Map<string, CounterState | null>): Promise<void> {
   const deleted = [...writes].filter(([, state]) => state === null).map(([key]) => key);
-  if (deleted.length > 0) await tx.query(`DELETE FROM login_throttle WHERE key = ANY($1::text[])`, [deleted]);
-  const params: unknown[] = [];
+  const params: unknown[] = [deleted];
   const values: string[] = [];
   for (const [key, state] of writes) {
     if (state === null) continue;
@@ -80,14 +85,17 @@ async function writeCounters(tx: Queryable, writes: Map<string, CounterState | n
     const n = params.length;
     values.push(`($${n - 3}::text, $${n - 2}::integer, $${n - 1}::timestamptz, $${n}::timestamptz)`);
   }
-  if (values.length === 0) return;
-  await tx.query(
-    `UPDATE login_throttle AS t
+  const deletion = `DELETE FROM login_throttle WHERE key = ANY($1::text[])`;
+  if (values.length === 0) {
+    if (deleted.length > 0) await tx.query(deletion, params);
+    return;
+  }
+  const update = `UPDATE login_throttle AS t
      SET failures = v.failures, window_started_at = v.window_started_at, blocked_until = v.blocked_until
      FROM (VALUES ${values.join(', ')}) AS v (key, failures, window_started_at, blocked_until)
-     WHERE t.key = v.key`,
-    params,
-  );
+     WHERE t.key = v.key`;
+  // The deletion is there even with no key to delete: $1 must be used.
+  await tx.query(`WITH deleted AS (${deletion}) ${update}`, params);
 }
 
 /**

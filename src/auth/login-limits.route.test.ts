@@ -2,10 +2,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { seedUser, type SeededUser } from '../testing/fixtures.js';
+import { loginFrom as login } from '../testing/auth.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-
-const login = (ctx: TestContext, username: string, password: string, remoteAddress: string, headers: Record<string, string> = {}) =>
-  ctx.app.inject({ method: 'POST', url: '/api/v2/auth/login', payload: { username, password }, remoteAddress, headers });
 
 const statuses = (responses: { statusCode: number }[]) =>
   responses.reduce<Record<number, number>>((counts, r) => ({ ...counts, [r.statusCode]: (counts[r.statusCode] ?? 0) + 1 }), {});

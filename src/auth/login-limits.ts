@@ -42,7 +42,8 @@ export function createLoginLimiter(deps: { config: Config; db: Database; counter
     },
     async succeeded(account, ip, now) {
       const { keys, list } = keysOf(account, ip);
-      await store.apply(list, now, (counters) => planSuccess(keys, counters, now.getTime()));
+      // planSuccess always forgets the (account, address) counter that the attempt reserved.
+      await store.apply(list, now, (counters) => planSuccess(keys, counters, now.getTime()), { writes: true });
     },
     close: async () => store.close?.(),
   };
@@ -51,7 +52,7 @@ export function createLoginLimiter(deps: { config: Config; db: Database; counter
 /**
  * The Redis store, loaded on first use: the redis client is among the largest modules Plaza has
  * (≈0.15 s to load), and most installations have no REDIS_URL; not loading it at all for them keeps
- * it out of every start (docs/performance.md, start-up).
+ * it out of every start (bench/results/history.md, "Start-up times").
  */
 function redisStore(url: string, prefix: string): CounterStore {
   let store: Promise<RedisCounterStore> | undefined;

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { postLogin } from './auth-test-kit.js';
+import { postLogin } from '../testing/auth.js';
 
 describe('login does not reveal which user names exist', () => {
   let ctx: TestContext;

@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { hash } from '@node-rs/argon2';
 import { seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { authEventsOf, claimsOf, getProducts, loginOk, postLogin, refreshTokensOf } from './auth-test-kit.js';
+import { authEventsOf, claimsOf, getProducts, loginOk, postLogin, refreshTokensOf } from '../testing/auth.js';
 import { needsRehash } from './passwords.js';
 
 describe('POST /api/v2/auth/login', () => {

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { accessTokenFor, bearer, seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { authEventsOf, getProducts, postLogin } from './auth-test-kit.js';
-import { codeOf, enrolTotp, recoveryCodesOf, verifyMfa } from './mfa/mfa-test-kit.js';
+import { authEventsOf, getProducts, postLogin } from '../testing/auth.js';
+import { codeOf, enrolTotp, recoveryCodesOf, verifyMfa } from '../testing/mfa.js';
 import { insertPasskey } from './mfa/passkeys.repository.js';
 import type { TokenPair } from './token-pair.js';
 

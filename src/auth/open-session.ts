@@ -8,7 +8,7 @@ import { recordAuthEvent, type RequestOrigin } from './auth-events.repository.js
 import type { VerifiedProof } from './dpop-proof.js';
 import { recordProof, replayedProof } from './dpop-replay.js';
 import { hashRefreshToken, newRefreshToken } from './refresh-tokens.js';
-import { insertRefreshToken, insertSession } from './sessions.repository.js';
+import { insertSessionWithToken } from './sessions.repository.js';
 import { refreshExpiry, tokenPair, type TokenPair } from './token-pair.js';
 
 // One body for every "no" before the password is known to be right: unknown user, wrong
@@ -45,17 +45,13 @@ export async function openSession(
     // Recorded only now, after a correct password: nobody fills the replay store without one.
     if (dpop && !(await recordProof(tx, dpop))) return 'dpop_proof_replayed';
     const dpopJkt = dpop?.jkt ?? null;
-    await insertSession(tx, { id: sessionId, userId: user.id, now, userAgent: origin.userAgent, ip: origin.ip, dpopJkt });
-    await insertRefreshToken(tx, {
-      hash: hashRefreshToken(refreshToken),
-      sessionId,
-      userId: user.id,
-      parentId: null,
-      issuedAt: now,
-      expiresAt: refreshExpiry(now, config.REFRESH_TOKEN_TTL_SECONDS),
-      dpopJkt,
-    });
-    await recordAuthEvent(tx, { type: 'login_succeeded', at: now, origin, userId: user.id, username: user.username, sessionId, ...(auditDetail ? { detail: auditDetail } : {}) });
+    // Session, first refresh token and audit event: one statement (sessions.repository.ts).
+    await insertSessionWithToken(
+      tx,
+      { id: sessionId, userId: user.id, now, userAgent: origin.userAgent, ip: origin.ip, dpopJkt },
+      { hash: hashRefreshToken(refreshToken), expiresAt: refreshExpiry(now, config.REFRESH_TOKEN_TTL_SECONDS) },
+      { type: 'login_succeeded', at: now, origin, userId: user.id, username: user.username, sessionId, ...(auditDetail ? { detail: auditDetail } : {}) },
+    );
     return undefined;
   });
   if (refusal) {

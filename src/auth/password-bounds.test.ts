@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { runInProcess } from '../cli/cli-test-kit.js';
+import { runInProcess } from '../testing/cli.js';
 import { loadConfig, type Config } from '../config.js';
 import { accessTokenFor, bearer, seedUser, STRONG_PASSWORD } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';

@@ -10,7 +10,11 @@ export const PASSWORD_MIN_LENGTH = 8;
 export const PASSWORD_MAX_LENGTH = 1024;
 
 /** A password being set (creation, reset, change). */
-export const NewPassword = Type.String({ minLength: PASSWORD_MIN_LENGTH, maxLength: PASSWORD_MAX_LENGTH });
+export const NewPassword = Type.String({
+  minLength: PASSWORD_MIN_LENGTH,
+  maxLength: PASSWORD_MAX_LENGTH,
+  description: 'A new password: not one of the bundled list of common and breached passwords (nor a variant of one), and a zxcvbn strength score of at least PASSWORD_MIN_SCORE (3 by default); otherwise 400 validation_failed naming this field, with the reason. Judged offline.',
+});
 
 /** A password given to be checked (login, the current password): one set before the rule may be shorter. */
 export const GivenPassword = Type.String({ minLength: 1, maxLength: PASSWORD_MAX_LENGTH });

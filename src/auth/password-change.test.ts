@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { OTHER_STRONG_PASSWORD, seedUser } from '../testing/fixtures.js';
-import { loginOk, postLogin, postRefresh } from './auth-test-kit.js';
+import { loginOk, postLogin, postRefresh } from '../testing/auth.js';
 
 describe('POST /api/v2/auth/password', () => {
   let ctx: TestContext;

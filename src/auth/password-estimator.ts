@@ -1,6 +1,6 @@
 import type { ZxcvbnFactory, ZxcvbnResult } from '@zxcvbn-ts/core';
 
-/**
+/*
  * zxcvbn-ts with its common-password list and English dictionaries, all shipped in the npm
  * packages: nothing here reaches the network. It runs in the estimator's worker thread
  * (password-strength.worker.ts), never on the event loop that serves requests.

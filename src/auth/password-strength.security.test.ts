@@ -3,10 +3,10 @@ import dns from 'node:dns';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { findUserByUsername } from '../accounts/accounts.repository.js';
-import { runInProcess } from '../cli/cli-test-kit.js';
+import { runInProcess } from '../testing/cli.js';
 import { bearer, OTHER_STRONG_PASSWORD, seedUser, STRONG_PASSWORD } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { loginOk, postLogin, postRefresh } from './auth-test-kit.js';
+import { loginOk, postLogin, postRefresh } from '../testing/auth.js';
 import { ESTIMATED_PREFIX_LENGTH, judgePassword } from './password-estimator.js';
 import { checkNewPassword, type NewPasswordCheck } from './password-strength.js';
 

@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { AppError, invalidField } from '../http/errors.js';
+import type { ProblemExample } from '../http/openapi.js';
 import { PASSWORD_WORK_RETRY_AFTER_SECONDS } from './passwords.js';
 import type { Verdict } from './password-estimator.js';
 import { passwordLengthProblem } from './password-bounds.js';
@@ -22,6 +23,14 @@ export interface NewPasswordCheck {
 const SITE_WORDS = ['plaza'];
 const TOO_COMMON = 'This password is too common: it is in the lists of passwords that attackers try first. Choose another one; a few uncommon words make a strong password.';
 
+const tooCommon = (field: string) => invalidField(field, TOO_COMMON);
+
+/** The 400 of a common password, as the OpenAPI document shows it for the routes that set one. */
+export const commonPasswordExample = (field: string): ProblemExample => ({
+  summary: 'A password of the bundled list of common and breached passwords (one only too easy to guess: "This password is too easy to guess (…). …")',
+  error: tooCommon(field),
+});
+
 /**
  * Throws 400 `validation_failed` naming `field`, with a reason a person can act on, when the
  * password is out of bounds, is (a variant of) a password of the bundled common-password list, or
@@ -31,7 +40,7 @@ export async function checkNewPassword(password: string, check: NewPasswordCheck
   const outOfBounds = passwordLengthProblem(password);
   if (outOfBounds) throw invalidField(check.field, outOfBounds);
   const verdict = await estimate(password, [...check.userInputs, ...SITE_WORDS]);
-  if (verdict.common) throw invalidField(check.field, TOO_COMMON);
+  if (verdict.common) throw tooCommon(check.field);
   if (verdict.score < check.minScore) throw invalidField(check.field, tooEasy(verdict));
 }
 

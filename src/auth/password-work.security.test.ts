@@ -5,7 +5,7 @@ import { CLI_ACTOR } from '../accounts/admin-audit.repository.js';
 import { AppError } from '../http/errors.js';
 import { OTHER_STRONG_PASSWORD, seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { loginOk } from './auth-test-kit.js';
+import { loginOk } from '../testing/auth.js';
 import { passwordWorkStats, reservePasswordWork, resetPasswordWorkPeak, type PasswordWork } from './passwords.js';
 
 /**

@@ -6,7 +6,7 @@ import { resetPassword, setUserActiveById } from '../admin/users.service.js';
 import { CLI_ACTOR } from '../accounts/admin-audit.repository.js';
 import { OTHER_STRONG_PASSWORD, seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { claimsOf, loginOk, postRefresh, refreshTokensOf } from './auth-test-kit.js';
+import { claimsOf, loginOk, postRefresh, refreshTokensOf } from '../testing/auth.js';
 import type { TokenPair } from './token-pair.js';
 
 describe('refresh rotation under attack', () => {

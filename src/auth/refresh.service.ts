@@ -7,11 +7,10 @@ import { hashRefreshToken, isWellFormedRefreshToken, successorOf } from './refre
 import {
   claimReplayAudit,
   bindSession,
-  insertRefreshToken,
   isActiveSuccessor,
   lockRefreshToken,
   revokeAllOfUser,
-  revokeRefreshToken,
+  rotateRefreshToken,
   touchSession,
   type LockedRefreshToken,
 } from './sessions.repository.js';
@@ -101,18 +100,22 @@ export async function refresh(deps: FeatureDeps, presented: string, origin: Requ
     if (row.expires_at.getTime() <= now.getTime()) return { kind: 'invalid' };
     if (!(await acceptProof(tx, row, dpop))) return { kind: 'proof_replayed' };
 
-    await revokeRefreshToken(tx, row.id, 'rotated', now);
-    await insertRefreshToken(tx, {
-      hash: hashRefreshToken(successor),
-      sessionId: row.session_id,
-      userId: row.user_id,
-      parentId: row.id,
-      issuedAt: now,
-      expiresAt: refreshExpiry(now, config.REFRESH_TOKEN_TTL_SECONDS),
-      dpopJkt: dpop?.jkt ?? null,
-    });
-    await touchSession(tx, row.session_id, now);
-    await recordAuthEvent(tx, { type: 'refresh_rotated', at: now, origin, userId: row.user_id, username: row.username, sessionId: row.session_id });
+    // Revoke, successor, session touch and audit event: one statement (sessions.repository.ts).
+    await rotateRefreshToken(
+      tx,
+      {
+        presentedId: row.id,
+        successor: {
+          hash: hashRefreshToken(successor),
+          sessionId: row.session_id,
+          userId: row.user_id,
+          issuedAt: now,
+          expiresAt: refreshExpiry(now, config.REFRESH_TOKEN_TTL_SECONDS),
+          dpopJkt: dpop?.jkt ?? null,
+        },
+      },
+      { type: 'refresh_rotated', at: now, origin, userId: row.user_id, username: row.username, sessionId: row.session_id },
+    );
     return { kind: 'issued', owner, sessionId: row.session_id, refreshToken: successor, dpopJkt: dpop?.jkt ?? null };
   });
 

@@ -3,7 +3,7 @@ import { createHash, createHmac } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { authEventsOf, claimsOf, getProducts, loginOk, postRefresh, refreshTokensOf } from './auth-test-kit.js';
+import { authEventsOf, claimsOf, getProducts, loginOk, postRefresh, refreshTokensOf } from '../testing/auth.js';
 
 describe('POST /api/v2/auth/refresh', () => {
   let ctx: TestContext;

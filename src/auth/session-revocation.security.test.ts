@@ -6,7 +6,7 @@ import { ManualClock } from '../clock.js';
 import type { Queryable } from '../db/database.js';
 import { accessTokenFor, bearer, seedUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { assertSessionEnded, claimsOf, getProducts, loginOk } from './auth-test-kit.js';
+import { assertSessionEnded, claimsOf, getProducts, loginOk } from '../testing/auth.js';
 import { SESSION_ENDED } from './authenticate.js';
 import { SessionLiveness } from './session-liveness.js';
 

@@ -5,7 +5,7 @@ import { ManualClock } from '../clock.js';
 import type { Database } from '../db/database.js';
 import { bearer, OTHER_STRONG_PASSWORD, seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { assertSessionEnded, claimsOf, getProducts, loginOk } from './auth-test-kit.js';
+import { assertSessionEnded, claimsOf, getProducts, loginOk } from '../testing/auth.js';
 import { SESSION_ENDED } from './authenticate.js';
 import { SessionLiveness } from './session-liveness.js';
 

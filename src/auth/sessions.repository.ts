@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/database.js';
 import { lockAccount } from './account-lock.js';
+import { authEventInsert, type AuthEvent } from './auth-events.repository.js';
 
 export type RevocationReason = 'rotated' | 'security_breach_token_reuse' | 'logout' | 'revoke_all' | 'session_revoked' | 'password_changed' | 'user_deactivated' | 'tenant_deactivated';
 
@@ -31,29 +32,9 @@ export interface SessionRow {
   ip: string | null;
 }
 
-export async function insertSession(
-  db: Queryable,
-  session: { id: string; userId: number; now: Date; userAgent: string | null; ip: string; dpopJkt: string | null },
-): Promise<void> {
-  await db.query(
-    `INSERT INTO sessions (id, user_id, created_at, last_used_at, user_agent, ip, dpop_jkt) VALUES ($1, $2, $3, $3, $4, $5, $6)`,
-    [session.id, session.userId, session.now, session.userAgent, session.ip, session.dpopJkt],
-  );
-}
-
 /** Binds a Bearer session to a DPoP key (its first refresh with a proof); a bound session keeps its key. */
 export async function bindSession(tx: Queryable, sessionId: string, jkt: string): Promise<void> {
   await tx.query(`UPDATE sessions SET dpop_jkt = $2 WHERE id = $1 AND dpop_jkt IS NULL`, [sessionId, jkt]);
-}
-
-export async function insertRefreshToken(
-  db: Queryable,
-  token: { hash: Buffer; sessionId: string; userId: number; parentId: number | null; issuedAt: Date; expiresAt: Date; dpopJkt: string | null },
-): Promise<void> {
-  await db.query(
-    `INSERT INTO refresh_tokens (token_hash, session_id, user_id, parent_id, issued_at, expires_at, dpop_jkt) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [token.hash, token.sessionId, token.userId, token.parentId, token.issuedAt, token.expiresAt, token.dpopJkt],
-  );
 }
 
 // Namespace of the per-user advisory lock of sessions (pg_advisory_xact_lock(int4, int4)).
@@ -78,10 +59,15 @@ export async function lockSessionsOf(tx: Queryable, userId: number): Promise<voi
  * another of the user's tokens created, instead of missing one that commits mid-sweep.
  */
 export async function lockRefreshToken(tx: Queryable, hash: Buffer): Promise<LockedRefreshToken | undefined> {
-  const owner = await tx.query<{ user_id: number }>(`SELECT user_id FROM refresh_tokens WHERE token_hash = $1`, [hash]);
+  // The owner and its sessions lock (lockSessionsOf's) in one round trip: the lock is taken for the
+  // row found, and held from here on. What this statement read is only the user id, which never
+  // changes; the statements below start after the lock, so they see what the previous holder committed.
+  const owner = await tx.query<{ user_id: number }>(
+    `SELECT user_id, pg_advisory_xact_lock($2, user_id) FROM refresh_tokens WHERE token_hash = $1`,
+    [hash, SESSIONS_LOCK_NAMESPACE],
+  );
   if (owner.rows.length === 0) return undefined;
   const userId = owner.rows[0]!.user_id;
-  await lockSessionsOf(tx, userId);
   // Before the token: a reset or deactivation racing this refresh either is seen here or revokes
   // the successor (account-lock.ts).
   const account = await lockAccount(tx, userId);
@@ -110,8 +96,55 @@ export async function isActiveSuccessor(tx: Queryable, parentId: number, hash: B
   return rowCount > 0;
 }
 
-export async function revokeRefreshToken(tx: Queryable, id: number, reason: RevocationReason, now: Date): Promise<void> {
-  await tx.query(`UPDATE refresh_tokens SET revoked_at = $2, revoked_reason = $3 WHERE id = $1 AND revoked_at IS NULL`, [id, now, reason]);
+/**
+ * A rotation's writes in one statement (one round trip instead of four): the presented token
+ * revoked as rotated, its successor inserted, the session touched, the audit event recorded. The
+ * parts touch different rows (the successor is a new row), so running them as one statement's
+ * parts changes nothing of what each does; the transaction holds the token's row lock
+ * (lockRefreshToken) as before.
+ */
+export async function rotateRefreshToken(
+  tx: Queryable,
+  rotation: { presentedId: number; successor: { hash: Buffer; sessionId: string; userId: number; issuedAt: Date; expiresAt: Date; dpopJkt: string | null } },
+  event: AuthEvent,
+): Promise<void> {
+  const { presentedId, successor } = rotation;
+  const audit = authEventInsert(event, 8);
+  await tx.query(
+    `WITH revoked AS (
+       UPDATE refresh_tokens SET revoked_at = $1, revoked_reason = 'rotated' WHERE id = $2 AND revoked_at IS NULL
+     ), successor AS (
+       INSERT INTO refresh_tokens (token_hash, session_id, user_id, parent_id, issued_at, expires_at, dpop_jkt) VALUES ($3, $4, $5, $2, $1, $6, $7)
+     ), touched AS (
+       UPDATE sessions SET last_used_at = GREATEST(last_used_at, $1) WHERE id = $4
+     )
+     ${audit.sql}`,
+    [successor.issuedAt, presentedId, successor.hash, successor.sessionId, successor.userId, successor.expiresAt, successor.dpopJkt, ...audit.params],
+  );
+}
+
+/**
+ * A login's writes in one statement (one round trip instead of three): the session, its first
+ * refresh token, the audit event. Inside the transaction that locked the account (open-session.ts).
+ */
+export async function insertSessionWithToken(
+  tx: Queryable,
+  session: { id: string; userId: number; now: Date; userAgent: string | null; ip: string; dpopJkt: string | null },
+  token: { hash: Buffer; expiresAt: Date },
+  event: AuthEvent,
+): Promise<void> {
+  const audit = authEventInsert(event, 9);
+  // The token's and the event's foreign keys to the session are checked at the statement's end,
+  // when the session row is there.
+  await tx.query(
+    `WITH session AS (
+       INSERT INTO sessions (id, user_id, created_at, last_used_at, user_agent, ip, dpop_jkt) VALUES ($1, $2, $3, $3, $4, $5, $6)
+     ), token AS (
+       INSERT INTO refresh_tokens (token_hash, session_id, user_id, parent_id, issued_at, expires_at, dpop_jkt) VALUES ($7, $1, $2, NULL, $3, $8, $6)
+     )
+     ${audit.sql}`,
+    [session.id, session.userId, session.now, session.userAgent, session.ip, session.dpopJkt, token.hash, token.expiresAt, ...audit.params],
+  );
 }
 
 /**

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { accessTokenFor, bearer, seedUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { authEventsOf, claimsOf, getProducts, loginOk, postRefresh, refreshTokensOf } from './auth-test-kit.js';
+import { authEventsOf, claimsOf, getProducts, loginOk, postRefresh, refreshTokensOf } from '../testing/auth.js';
 
 describe('logout, revoke-all and sessions', () => {
   let ctx: TestContext;

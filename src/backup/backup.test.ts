@@ -8,11 +8,11 @@ import { after, before, describe, test } from 'node:test';
 import { buildApp } from '../app.js';
 import type { Database } from '../db/database.js';
 import { openPostgres } from '../db/postgres.js';
-import { postEvent, sampleEvent, seedWorld, type World } from '../events/test-support.js';
+import { postEvent, sampleEvent, seedWorld, type World } from '../testing/events.js';
 import { seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { withAdminClient, withDatabase } from '../testing/test-database.js';
-import { runCli } from '../../test/support/plaza-process.js';
+import { runPlaza } from '../testing/plaza-process.js';
 import { decryptSecret } from '../keys/secret-box.js';
 import { writeBackup } from './backup.js';
 import { listTables } from './catalog.js';
@@ -206,7 +206,7 @@ describe('plaza backup and restore', () => {
   });
 
   test('the CLI: --help needs no database; backup and restore over DATABASE_URL; a bad file exits 2', async () => {
-    const cli = runCli;
+    const cli = runPlaza;
     const help = await cli({ DATA_DIR: join(dir, 'never-created') }, ['backup', '--help']);
     assert.equal(help.code, 0, help.stderr);
     assert.match(help.stdout, /plaza backup <file>/);

@@ -166,4 +166,3 @@ async function resetSequences(db: Queryable): Promise<void> {
   }
 }
 
-export { BackupFileError };

@@ -5,7 +5,7 @@ import { loadConfig, type Config } from '../config.js';
 import { accessTokenFor, bearer, seedMarketplace, seedUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { checkCode, normalizeSellerId } from '../webhooks/webhook-validators.js';
-import { runInProcess } from './cli-test-kit.js';
+import { runInProcess } from '../testing/cli.js';
 
 // Issue 35: the CLI refused ids over nine digits while the API takes every positive int32, and
 // worded the rule of codes its own way.

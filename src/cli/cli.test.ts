@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { findUserByUsername } from '../accounts/accounts.repository.js';
-import { loginOk, postRefresh } from '../auth/auth-test-kit.js';
+import { loginOk, postRefresh } from '../testing/auth.js';
 import { verifyPassword } from '../auth/passwords.js';
 import { loadConfig, type Config } from '../config.js';
 import { packageVersion } from '../paths.js';
@@ -14,7 +14,8 @@ import { OTHER_STRONG_PASSWORD, STRONG_PASSWORD } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { closed } from '../testing/child-process.js';
 import { createTestDatabase } from '../testing/test-database.js';
-import { CLI, runInProcess, runProcess } from './cli-test-kit.js';
+import { runInProcess } from '../testing/cli.js';
+import { MAIN_JS, runPlaza } from '../testing/plaza-process.js';
 import { COMMANDS } from './commands.js';
 
 describe('plaza CLI (in-process)', () => {
@@ -259,7 +260,7 @@ describe('plaza as a process', () => {
   after(() => rmSync(join(dataDir, '..'), { recursive: true, force: true }));
 
   test('output into a pipe whose reader is gone (`plaza help | head -1`) ends the command normally, not with an EPIPE stack', async () => {
-    const child = spawn(process.execPath, [CLI, 'help'], { env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir } });
+    const child = spawn(process.execPath, [MAIN_JS, 'help'], { env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir } });
     // The reader goes before the first write.
     child.stdout.destroy();
     let stderr = '';
@@ -273,12 +274,12 @@ describe('plaza as a process', () => {
     const env = { DATA_DIR: dataDir };
     // Every command's help is checked in-process above; these few prove the real entry point.
     for (const args of [['--version'], ['serve', '--help'], ['migrate', '--help']]) {
-      const run = await runProcess(env, args);
+      const run = await runPlaza(env, args);
       assert.equal(run.code, 0, `${args.join(' ')}: ${run.stderr}`);
       assert.doesNotMatch(run.stderr, /\n\s+at /);
     }
     for (const args of [['migrate', '--hlep'], ['users', 'add', 'x', '--role', 'root']]) {
-      const run = await runProcess(env, args);
+      const run = await runPlaza(env, args);
       assert.equal(run.code, 2, `${args.join(' ')}: ${run.stderr}`);
       assert.doesNotMatch(run.stderr, /\n\s+at /, 'no stack trace for a usage error');
     }
@@ -290,9 +291,9 @@ describe('plaza as a process', () => {
     const database: Record<string, string> = testDb ? { DATABASE_URL: testDb.url! } : { DATA_DIR: join(dataDir, '..', 'embedded') };
     try {
       const keyA = randomBytes(32).toString('base64');
-      const first = await runProcess({ ...database, SECRETS_KEY: keyA }, ['keys', 'rotate-jwt']);
+      const first = await runPlaza({ ...database, SECRETS_KEY: keyA }, ['keys', 'rotate-jwt']);
       assert.equal(first.code, 0, first.stderr);
-      const other = await runProcess({ ...database, SECRETS_KEY: randomBytes(32).toString('base64'), PORT: '0', HOST: '127.0.0.1' }, ['serve'], '', 60_000);
+      const other = await runPlaza({ ...database, SECRETS_KEY: randomBytes(32).toString('base64'), PORT: '0', HOST: '127.0.0.1' }, ['serve'], '', 60_000);
       assert.equal(other.code, 2, other.stderr);
       assert.match(other.stderr, /SECRETS_KEY differs: this process's key \(from SECRETS_KEY, fingerprint [0-9a-f]+\) is not the one this database's secrets are encrypted under/);
       assert.doesNotMatch(other.stderr, /\n\s+at /);
@@ -302,7 +303,7 @@ describe('plaza as a process', () => {
   });
 
   test('a wrong configuration value names the variable', async () => {
-    const run = await runProcess({ DATA_DIR: dataDir, PORT: 'eighty' }, ['migrate']);
+    const run = await runPlaza({ DATA_DIR: dataDir, PORT: 'eighty' }, ['migrate']);
     assert.equal(run.code, 2);
     assert.match(run.stderr, /PORT="eighty"/);
   });

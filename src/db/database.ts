@@ -10,7 +10,7 @@ export interface QueryResult<Row> {
 export interface QueryOptions {
   /**
    * Prepare the statement once per connection and reuse it: for the delivery engine's completion,
-   * whose planning cost as much as its execution (docs/performance.md).
+   * whose planning cost as much as its execution (bench/results/history.md, "Delivery claim").
    */
   prepare?: boolean;
 }

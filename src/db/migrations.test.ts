@@ -3,8 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { after, test } from 'node:test';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createFreshDatabase, type FreshDatabase } from '../../test/support/databases.js';
-import { runProcess } from '../cli/cli-test-kit.js';
+import { createFreshDatabase, type FreshDatabase } from '../testing/fresh-database.js';
+import { runPlaza } from '../testing/plaza-process.js';
 import { projectRoot } from '../paths.js';
 import { describeStartupError } from '../startup-errors.js';
 import { ADOPT_BASELINE_FILE, migrate, migrationChecksum, MigrationMismatchError, readMigrations, type Migration } from './migrate.js';
@@ -27,7 +27,7 @@ async function emptyDatabase() {
  */
 const later: Migration = (() => {
   const sql = 'CREATE TABLE later_marker (id integer)';
-  return { version: 2, name: '002_later', sql, checksum: migrationChecksum(sql) };
+  return { version: 999, name: '999_later', sql, checksum: migrationChecksum(sql) };
 })();
 const withLater = () => [readMigrations()[0]!, later];
 
@@ -60,7 +60,7 @@ test('an applied migration whose file changed is refused, naming the file, and n
   const { rows } = await db.query<{ count: number }>(`SELECT count(*)::int AS count FROM schema_migrations`);
   assert.equal(rows[0]!.count, 1, 'the later migration was not applied');
   // The file as it was applied: accepted again.
-  assert.deepEqual(await migrate(db, migrations), ['002_later']);
+  assert.deepEqual(await migrate(db, migrations), migrations.slice(1).map((migration) => migration.name));
 });
 
 test('a number applied under another name is refused: the database never got the file that has it now', async () => {
@@ -68,9 +68,9 @@ test('a number applied under another name is refused: the database never got the
   const migrations = withLater();
   await migrate(db, migrations);
   // As 012 was: a migration reverted, and its number given to another one.
-  const reused = migrations.map((migration) => (migration.version === 2 ? { ...migration, name: '002_something_else' } : migration));
+  const reused = migrations.map((migration) => (migration.version === 999 ? { ...migration, name: '999_something_else' } : migration));
   const line = await refusal(migrate(db, reused));
-  assert.match(line, /^migration number 002 was applied to this database as 002_later\.sql, but migrations\/002_something_else\.sql now has that number/);
+  assert.match(line, /^migration number 999 was applied to this database as 999_later\.sql, but migrations\/999_something_else\.sql now has that number/);
 });
 
 test('rows recorded before checksums get them from the files as they are, once; then a change is refused', async () => {
@@ -97,7 +97,7 @@ test('plaza migrate and plaza serve refuse a changed migration with exit 2 and o
   await database.db.query(`UPDATE schema_migrations SET checksum = repeat('0', 64) WHERE version = 1`);
   const env = { DATABASE_URL: database.url, SECRETS_KEY: randomBytes(32).toString('base64'), HOST: '127.0.0.1', PORT: '0', METRICS_PORT: '0' };
   for (const args of [['migrate'], ['serve']]) {
-    const run = await runProcess(env, args, '', 60_000);
+    const run = await runPlaza(env, args, '', 60_000);
     assert.equal(run.code, 2, `${args.join(' ')}: ${run.stderr}`);
     assert.equal(run.stderr.trim().split('\n').length, 1, run.stderr);
     assert.match(run.stderr, /^plaza: migrations\/001_baseline\.sql has changed since it was applied to this database/);
@@ -113,7 +113,7 @@ test('a database migrated with the files the baseline replaced is refused with h
   assert.match(line, /^this database was migrated with the migrations from before migrations\/001_baseline\.sql \(the last it applied: 025_delivery_streams\.sql\), which the baseline replaced: recreate a development database, or run migrations\/adopt-baseline\.sql once/);
   // A start says the same and exits 2.
   const env = { DATABASE_URL: database.url, SECRETS_KEY: randomBytes(32).toString('base64'), HOST: '127.0.0.1', PORT: '0', METRICS_PORT: '0' };
-  const run = await runProcess(env, ['migrate'], '', 60_000);
+  const run = await runPlaza(env, ['migrate'], '', 60_000);
   assert.equal(run.code, 2, run.stderr);
   assert.match(run.stderr, /^plaza: this database was migrated with the migrations from before migrations\/001_baseline\.sql/);
 

@@ -61,7 +61,7 @@ export function openPostgres(options: PostgresOptions): Database {
     keepAlive: true,
     // Plaza's statements are short: JIT compilation never pays off for them, yet the planner's
     // estimate for the delivery claim crossed jit_above_cost, and compiling cost 20-45 ms per claim
-    // whose execution takes 6 ms (docs/performance.md). Sent with the connection, like the timeout.
+    // whose execution takes 6 ms (bench/results/history.md, JIT). Sent with the connection, like the timeout.
     options: '-c jit=off',
     idleTimeoutMillis: 30_000,
     types,

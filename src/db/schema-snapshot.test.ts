@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { createFreshDatabase, type FreshDatabase } from '../../test/support/databases.js';
+import { createFreshDatabase, type FreshDatabase } from '../testing/fresh-database.js';
 import { migrate, migrationsDir } from './migrate.js';
 import { describeSchema, snapshotDrift } from './schema-snapshot.js';
 

@@ -17,8 +17,10 @@ test('a database that stops answering: a query gives up after statement_timeout 
   try {
     const started = Date.now();
     await assert.rejects(db.query('SELECT 1'), (error) => isUnavailable(error));
+    // It waited for both timeouts (a slow machine only waits longer). No upper bound on the clock:
+    // a query that waited for ever would be answered once the backend resumes, and not reject.
     const waited = Date.now() - started;
-    assert.ok(waited >= 900 && waited < 5000, `gave up after ${waited} ms`);
+    assert.ok(waited >= 900, `gave up after ${waited} ms`);
   } finally {
     clearTimeout(resume);
     process.kill(backend, 'SIGCONT');

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { deliveriesOf, insertWebhook, order, postEvent, sampleEvent, seedWorld, type World } from '../events/test-support.js';
+import { deliveriesOf, insertWebhook, order, postEvent, sampleEvent, seedWorld, type World } from '../testing/events.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { DELIVERY_CHANNEL } from '../webhooks/deliveries.repository.js';
-import { databaseNow } from './delivery-test-kit.js';
+import { databaseNow } from '../testing/deliveries.js';
 
 const MINUTE = 60_000;
 const DAY = 86_400_000;

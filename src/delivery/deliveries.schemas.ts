@@ -53,7 +53,7 @@ export const DeliveryItem = Type.Object({
   blocked_by: Type.Union([Type.Integer(), Type.Null()], {
     description: 'Per-entity order: the id of the delivery this pending one waits for, the earliest earlier delivery of the same entity to the same webhook that is still pending or delivering (it goes first). Null when it waits for none, and for a delivery being sent, finished or held.',
   }),
-  sequence: Type.Integer({ minimum: 1, description: 'The plaza-entity-sequence header: its position among this webhook\'s notifications of the same entity, from 1, without gaps.' }),
+  sequence: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { description: 'The plaza-entity-sequence header: its position among this webhook\'s notifications of the same entity, from 1, without gaps. Null only for a delivery written by the previous release during a rolling upgrade (sent without the header).' }),
   superseded_by: Type.Union([Type.Integer(), Type.Null()], {
     description: 'Status `superseded` (latest-state mode): the id of the newer delivery of the same entity sent in its place. Null otherwise.',
   }),
@@ -133,7 +133,7 @@ export function deliveryItem(row: DeliverySummary): DeliveryItem {
     created_at: iso(row.created_at)!,
     completed_at: iso(row.completed_at),
     blocked_by: row.blocked_by,
-    sequence: Number(row.sequence),
+    sequence: row.sequence === null ? null : Number(row.sequence),
     superseded_by: row.superseded_by === null ? null : Number(row.superseded_by),
   };
 }

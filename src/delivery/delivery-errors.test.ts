@@ -2,8 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { accessTokenFor, bearer, seedUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
+import { waitFor } from '../testing/wait.js';
 import { createDeliverer, deliverDue, type Deliverer } from './dispatch/deliver.js';
-import { attemptRows, databaseNow, deliveryRow, Receiver, seedDelivery, seedWebhook } from './delivery-test-kit.js';
+import { attemptRows, databaseNow, deliveryRow, seedDelivery, seedWebhook } from '../testing/deliveries.js';
+import { Receiver } from '../testing/receiver.js';
 import { disableFailingWebhooks } from './queue/webhook-health.js';
 
 /** What a tenant reads about failures: last_error for a status, disabled_reason as a code, updated_at moving (issue 13, item 13). */
@@ -96,11 +98,10 @@ describe('delivery errors and automatic disables as the API shows them', () => {
       const { url: path, payload } = request(delivery.id);
       const answer = ctx.app.inject({ method: 'POST', url: path, headers: await auth(), ...(payload ? { payload } : {}) });
       // Until the request waits for the moving row's lock.
-      for (let i = 0; i < 500; i++) {
+      await waitFor(async () => {
         const { rows } = await ctx.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted AND a.datname = current_database()`);
-        if (rows[0]!.n > 0) break;
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
+        return rows[0]!.n > 0;
+      }, { timeoutMs: 5000, message: `${before} → ${after}: the request never waited for the moving row's lock` });
       release();
       await move;
       const response = await answer;

@@ -4,7 +4,8 @@ import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { completeAttempts } from './queue/complete.js';
 import { clockOffsetMs } from '../db/database-clock.js';
 import { claim, createDeliverer, deliverDue, type Deliverer } from './dispatch/deliver.js';
-import { attemptRows, deliveryRow, Receiver, seedDelivery, seedWebhook } from './delivery-test-kit.js';
+import { attemptRows, deliveryRow, seedDelivery, seedWebhook } from '../testing/deliveries.js';
+import { Receiver } from '../testing/receiver.js';
 import { pruneExpired } from './maintenance.js';
 import { disableFailingWebhooks } from './queue/webhook-health.js';
 

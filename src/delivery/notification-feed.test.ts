@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { buildApp, type App } from '../app.js';
 import type { Database } from '../db/database.js';
-import { insertWebhook, order, postEvent, sampleEvent, seedWorld, type World } from '../events/test-support.js';
+import { insertWebhook, order, postEvent, sampleEvent, seedWorld, type World } from '../testing/events.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { seedDelivery } from './delivery-test-kit.js';
+import { seedDelivery } from '../testing/deliveries.js';
 
 const DAY = 86_400_000;
 

@@ -18,7 +18,7 @@ function itemJson(row: FeedRow): string {
     webhook_id: row.message_id,
     created_at: new Date(row.created_at).toISOString(),
     entity_id: row.entity_id,
-    sequence: Number(row.sequence),
+    sequence: row.sequence === null ? null : Number(row.sequence),
     topic_path: row.topic_path,
   });
   return `${head.slice(0, -1)},"notification":${row.body}}`;

@@ -26,7 +26,7 @@ export const FeedItem = Type.Object({
   webhook_id: Type.String({ description: 'The notification\'s `webhook-id` header: the same on every attempt, retry and replay.' }),
   created_at: Type.String({ format: 'date-time' }),
   entity_id: Type.String({ description: 'The publication id or order reference the notification is about.' }),
-  sequence: Type.Integer({ minimum: 1, description: 'Its `plaza-entity-sequence` header: its position among this webhook\'s notifications of the same entity, from 1, without gaps.' }),
+  sequence: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { description: 'Its `plaza-entity-sequence` header: its position among this webhook\'s notifications of the same entity, from 1, without gaps. Null only for a notification written by the previous release during a rolling upgrade.' }),
   topic_path: Type.String(),
   notification: Type.Object({}, { additionalProperties: true, description: 'The notification body exactly as it is (or would be) sent, byte for byte.' }),
 });

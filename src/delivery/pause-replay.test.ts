@@ -2,10 +2,12 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import pino from 'pino';
-import { deliveriesOf, postEvent, sampleEvent, seedWorld, type World } from '../events/test-support.js';
+import { deliveriesOf, postEvent, sampleEvent, seedWorld, type World } from '../testing/events.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
+import { eventually } from '../testing/wait.js';
 import { createDeliverer, deliverDue, type Deliverer } from './dispatch/deliver.js';
-import { databaseNow, Receiver } from './delivery-test-kit.js';
+import { databaseNow } from '../testing/deliveries.js';
+import { Receiver } from '../testing/receiver.js';
 import { DELIVERY_CHANNEL } from '../webhooks/deliveries.repository.js';
 import { pruneExpired } from './maintenance.js';
 
@@ -171,7 +173,7 @@ describe('pause, replay, sent headers and failure logs (API)', () => {
     try {
       const resumed = await call('PATCH', base, { active: true });
       assert.equal(resumed.json().held_count, 0);
-      for (let i = 0; i < 50 && notified.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      await eventually(() => notified.length > 0, { timeoutMs: 5000 });
       assert.ok(notified.length > 0, 'the resume notifies the workers');
     } finally {
       await unlisten();

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { deliveriesOf, order, postEvent, sampleEvent, seedWorld, type World } from '../events/test-support.js';
+import { deliveriesOf, order, postEvent, sampleEvent, seedWorld, type World } from '../testing/events.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { createDeliverer, deliverDue, type Deliverer } from './dispatch/deliver.js';
-import { Receiver, seedWebhook, type SeededWebhook } from './delivery-test-kit.js';
+import { seedWebhook, type SeededWebhook } from '../testing/deliveries.js';
+import { Receiver } from '../testing/receiver.js';
 
 /** Issue 10, problems 1 and 6: one seller can neither hold back nor squat another seller's notifications. */
 describe('tenant isolation in ordering and idempotency', () => {

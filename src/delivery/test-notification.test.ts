@@ -3,7 +3,9 @@ import { after, before, describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { accessTokenFor, bearer, seedConnection, seedUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { Receiver, seedWebhook } from './delivery-test-kit.js';
+import { eventually } from '../testing/wait.js';
+import { seedWebhook } from '../testing/deliveries.js';
+import { Receiver } from '../testing/receiver.js';
 
 describe('POST /v1/{mkt}/webhooks/{code}/test', () => {
   let ctx: TestContext;
@@ -101,7 +103,7 @@ describe('test notifications of two tenants to one receiver host', () => {
     const testB = await tenant(2, '/hook');
     // Within A's TENANT_TESTS_PER_MINUTE, which is what bounds its sockets.
     const held = Array.from({ length: 6 }, () => testA());
-    await Promise.race([receiver.waitFor(6), new Promise((resolve) => setTimeout(resolve, 2000))]);
+    await eventually(() => receiver.requestsTo('/held').length >= 6, { timeoutMs: 5000 });
     assert.equal(receiver.requestsTo('/held').length, 6, "A's tests all reach the receiver: no cap per receiver origin holds them back");
     // Order, not elapsed time: B's answer comes while every one of A's tests is still held open
     // (they end only with DELIVERY_TIMEOUT_MS); behind A, it would come after them.

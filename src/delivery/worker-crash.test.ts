@@ -1,15 +1,12 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../config.js';
 import { loadKeys, type Keys } from '../keys.js';
-import { projectRoot } from '../paths.js';
-import { exited } from '../testing/child-process.js';
+import { killAllPlaza, sharedKeyEnv, startPlaza } from '../testing/plaza-process.js';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';
-import { Receiver, seedDelivery, seedWebhook } from './delivery-test-kit.js';
+import { eventually } from '../testing/wait.js';
+import { seedDelivery, seedWebhook } from '../testing/deliveries.js';
+import { Receiver } from '../testing/receiver.js';
 
 /**
  * A real worker process killed with SIGKILL in the middle of its sends loses nothing: another worker
@@ -17,43 +14,25 @@ import { Receiver, seedDelivery, seedWebhook } from './delivery-test-kit.js';
  */
 describe('a worker killed mid-delivery', () => {
   let db: TestDatabase;
+  // The database and the keys of the worker processes, which the test shares to seed webhooks.
+  let env: Record<string, string>;
   let keys: Keys;
   let receiver: Receiver;
-  let dataDir: string;
-  const children: ChildProcess[] = [];
 
   before(async () => {
     db = await createTestDatabase();
-    // Keys in a data directory that the worker processes read too, so they can decrypt the secrets.
-    dataDir = mkdtempSync(join(tmpdir(), 'plaza-crash-'));
-    keys = await loadKeys(loadConfig({ DATA_DIR: dataDir }));
+    env = { DATABASE_URL: db.url, ...sharedKeyEnv() };
+    keys = await loadKeys(loadConfig(env));
     receiver = await Receiver.start();
   });
   after(async () => {
-    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await killAllPlaza();
     await receiver?.close();
     await db?.close();
-    rmSync(dataDir, { recursive: true, force: true });
   });
 
-  const startWorker = () => {
-    const child = spawn(process.execPath, [join(projectRoot, 'dist/src/main.js'), 'serve', '--role', 'worker'], {
-      env: {
-        ...process.env,
-        DATABASE_URL: db.url,
-        DATA_DIR: dataDir,
-        WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
-        DELIVERY_LEASE_SECONDS: '5',
-        DELIVERY_POLL_INTERVAL_MS: '250',
-        DELIVERY_RETRY_SCHEDULE: '1s,1s,1s',
-        LOG_LEVEL: 'silent',
-        METRICS_PORT: '0',
-      },
-      stdio: 'ignore',
-    });
-    children.push(child);
-    return child;
-  };
+  const startWorker = () =>
+    startPlaza({ ...env, DELIVERY_LEASE_SECONDS: '5', DELIVERY_POLL_INTERVAL_MS: '250', DELIVERY_RETRY_SCHEDULE: '1s,1s,1s' }, { role: 'worker' });
 
   test('after SIGKILL and a restart every delivery succeeds and every webhook-id arrives', { timeout: 90_000 }, async () => {
     // Slow answers, so that the kill lands while sends are in flight.
@@ -62,21 +41,19 @@ describe('a worker killed mid-delivery', () => {
     const created = [];
     for (let i = 0; i < 24; i++) created.push(await seedDelivery(db, webhook, { now: new Date(), entityKey: `entity-${i % 8}` }));
 
-    const first = startWorker();
+    const first = await startWorker();
     await receiver.waitFor(3);
-    first.kill('SIGKILL');
-    await exited(first);
+    await first.kill('SIGKILL');
     const held = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE status = 'delivering'`);
     assert.ok(held.rows[0]!.n > 0, 'the killed worker held claims');
 
-    const second = startWorker();
-    for (let i = 0; i < 300; i++) {
+    const second = await startWorker();
+    // Then the counts below say what is missing.
+    await eventually(async () => {
       const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE status <> 'succeeded'`);
-      if (rows[0]!.n === 0) break;
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-    second.kill('SIGTERM');
-    await exited(second);
+      return rows[0]!.n === 0;
+    }, { timeoutMs: 60_000 });
+    await second.kill('SIGTERM');
 
     const { rows } = await db.query<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM deliveries GROUP BY status`);
     assert.deepEqual(rows, [{ status: 'succeeded', n: created.length }]);

@@ -1,15 +1,12 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../config.js';
 import { loadKeys, type Keys } from '../keys.js';
-import { projectRoot } from '../paths.js';
-import { exited } from '../testing/child-process.js';
+import { killAllPlaza, sharedKeyEnv, startPlaza } from '../testing/plaza-process.js';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';
-import { Receiver, seedDelivery, seedWebhook, type SeededDelivery } from './delivery-test-kit.js';
+import { eventually } from '../testing/wait.js';
+import { seedDelivery, seedWebhook, type SeededDelivery } from '../testing/deliveries.js';
+import { Receiver } from '../testing/receiver.js';
 
 const PER_WEBHOOK = 3;
 
@@ -20,43 +17,28 @@ const PER_WEBHOOK = 3;
  */
 describe('a fleet of worker processes', () => {
   let db: TestDatabase;
+  // The database and the keys of the worker processes, which the test shares to seed webhooks.
+  let env: Record<string, string>;
   let keys: Keys;
   let receiver: Receiver;
-  let dataDir: string;
-  const children: ChildProcess[] = [];
 
   before(async () => {
     db = await createTestDatabase();
-    dataDir = mkdtempSync(join(tmpdir(), 'plaza-fleet-'));
-    keys = await loadKeys(loadConfig({ DATA_DIR: dataDir }));
+    env = { DATABASE_URL: db.url, ...sharedKeyEnv() };
+    keys = await loadKeys(loadConfig(env));
     receiver = await Receiver.start();
   });
   after(async () => {
-    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await killAllPlaza();
     await receiver?.close();
     await db?.close();
-    rmSync(dataDir, { recursive: true, force: true });
   });
 
-  const startWorker = () => {
-    const child = spawn(process.execPath, [join(projectRoot, 'dist/src/main.js'), 'serve', '--role', 'worker'], {
-      env: {
-        ...process.env,
-        DATABASE_URL: db.url,
-        DATA_DIR: dataDir,
-        WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
-        DELIVERY_CONCURRENCY: '8',
-        DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK: String(PER_WEBHOOK),
-        DELIVERY_TENANT_SHARE: '1',
-        DELIVERY_POLL_INTERVAL_MS: '250',
-        LOG_LEVEL: 'silent',
-        METRICS_PORT: '0',
-      },
-      stdio: 'ignore',
-    });
-    children.push(child);
-    return child;
-  };
+  const startWorker = () =>
+    startPlaza(
+      { ...env, DELIVERY_CONCURRENCY: '8', DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK: String(PER_WEBHOOK), DELIVERY_TENANT_SHARE: '1', DELIVERY_POLL_INTERVAL_MS: '250' },
+      { role: 'worker' },
+    );
 
   test('3 workers: every delivery sent once, per-webhook limit held, per-entity order kept', { timeout: 120_000 }, async () => {
     // Per webhook (its path), the sends open at this moment and the most seen at once.
@@ -81,19 +63,21 @@ describe('a fleet of worker processes', () => {
         created.push({ ...(await seedDelivery(db, webhook, { now: new Date(), entityKey: entity })), entity, path });
       }
     }
-    const workers = [startWorker(), startWorker(), startWorker()];
+    // Sampled from the start on, not once all three are ready: the first one ready may send much.
+    const starting = Promise.all([startWorker(), startWorker(), startWorker()]);
+    starting.catch(() => {}); // awaited below
     // The most workers seen holding leases at one moment.
     let holders = 0;
-    for (let i = 0; i < 2000; i++) {
+    // Then the counts below say what is missing.
+    await eventually(async () => {
       const { rows } = await db.query<{ left: number; holders: number }>(
         `SELECT count(*) FILTER (WHERE status <> 'succeeded')::int AS left, count(DISTINCT leased_by)::int AS holders FROM deliveries`,
       );
       holders = Math.max(holders, rows[0]!.holders);
-      if (rows[0]!.left === 0) break;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    for (const worker of workers) worker.kill('SIGTERM');
-    await Promise.all(workers.map((worker) => exited(worker)));
+      return rows[0]!.left === 0;
+    }, { timeoutMs: 90_000, maxPauseMs: 20 });
+    const workers = await starting;
+    await Promise.all(workers.map((worker) => worker.kill('SIGTERM')));
 
     const { rows } = await db.query<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM deliveries GROUP BY status`);
     assert.deepEqual(rows, [{ status: 'succeeded', n: created.length }]);

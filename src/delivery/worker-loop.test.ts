@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { deliveryRow, Receiver, seedDelivery, seedWebhook } from './delivery-test-kit.js';
+import { waitFor } from '../testing/wait.js';
+import { deliveryRow, seedDelivery, seedWebhook } from '../testing/deliveries.js';
+import { Receiver } from '../testing/receiver.js';
 import { DELIVERY_CHANNEL } from '../webhooks/deliveries.repository.js';
 import { startDeliveryWorker } from './worker.js';
 
@@ -21,13 +23,8 @@ describe('the long-running worker', () => {
     await ctx.close();
   });
 
-  const waitForStatusIn = async (app: TestContext, id: number, status: string) => {
-    for (let i = 0; i < 500; i++) {
-      if ((await deliveryRow(app.db, id)).status === status) return;
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-    assert.fail(`delivery ${id} never became ${status}`);
-  };
+  const waitForStatusIn = (app: TestContext, id: number, status: string) =>
+    waitFor(async () => (await deliveryRow(app.db, id)).status === status, { timeoutMs: 5000, message: `delivery ${id} never became ${status}` });
   const waitForStatus = (id: number, status: string) => waitForStatusIn(ctx, id, status);
 
   test('NOTIFY on plaza_deliveries wakes the worker: the first attempt does not wait for the poll', async () => {

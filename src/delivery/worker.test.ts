@@ -7,7 +7,8 @@ import { encryptSecret, newWebhookSecret } from '../keys/secret-box.js';
 import { completeAttempts } from './queue/complete.js';
 import { clockOffsetMs } from '../db/database-clock.js';
 import { claim, createDeliverer, deliverDue, type Deliverer } from './dispatch/deliver.js';
-import { attemptRows, databaseNow, deliveryRow, Receiver, seedDelivery, seedWebhook } from './delivery-test-kit.js';
+import { attemptRows, databaseNow, deliveryRow, seedDelivery, seedWebhook } from '../testing/deliveries.js';
+import { Receiver } from '../testing/receiver.js';
 import { USER_AGENT } from './dispatch/sender.js';
 
 describe('delivery worker: sending, signing, retries', () => {

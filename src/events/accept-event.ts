@@ -9,21 +9,15 @@ import { AppError } from '../http/errors.js';
 import type { TenantRateLimits } from '../http/tenant-rate-limit.js';
 import { buildNotification, matchingTopics } from './envelope.js';
 import type { EventAccepted, EventBody } from './event-schema.js';
-import { createDeliveries, findEvent, insertEvent, setDeliveryCount } from './events.repository.js';
+import { createDeliveries, filteredWebhooks, findEvent, insertEvent, markUnchanged, setDeliveryCount } from './events.repository.js';
+import { matchesFilter } from '../webhooks/filter/filter.js';
+import { derive, nextSnapshot, snapshotKey } from './snapshots/derive.js';
+import { replaceSnapshot } from './snapshots/snapshots.repository.js';
 import { validateEvent } from './validate-event.js';
 import { supersedeEarlier } from './supersede.js';
+import { canonicalJson } from './canonical-json.js';
 
-/** JSON with object keys sorted, so that the same event sent with another key order hashes the same. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.keys(value as Record<string, unknown>)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
-    return `{${entries.join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
+export { canonicalJson };
 
 /** Everything but the key itself: a retry of the same event has the same hash. */
 export function requestHash(event: EventBody): string {
@@ -42,11 +36,11 @@ export function assertMaySendFor(principal: Principal, sellerId: number): void {
   throw new AppError('forbidden', 'A seller may send events only for its own seller.');
 }
 
-function answerExisting(stored: { event_id: string; delivery_count: number; request_hash: string }, hash: string): EventAccepted {
+function answerExisting(stored: { event_id: string; delivery_count: number; request_hash: string; unchanged: boolean }, hash: string): EventAccepted {
   if (stored.request_hash !== hash) {
     throw new AppError('conflict', 'This event_id was already used for a different event of this seller in this marketplace.');
   }
-  return { event_id: stored.event_id, deliveries: stored.delivery_count };
+  return { event_id: stored.event_id, deliveries: stored.delivery_count, ...(stored.unchanged ? { unchanged: true as const } : {}) };
 }
 
 /**
@@ -64,12 +58,15 @@ export function entityOrderKey(marketplaceCode: string, sellerId: number, entity
  * event_id returns the first answer and creates nothing. event_id is scoped to the producer, the
  * seller the event is for: whoever sends it (a seller user, an admin or, later, an API key) may send
  * only for sellers it may act for, and the lookup never reads another seller's events.
- * The body's size is taken from the sender's event storage budget after the repeat lookup (a
- * repeat costs nothing) and the validation, before anything is written (a refusal writes nothing),
- * and given back when nothing was stored after all.
+ * The same transaction replaces the entity's snapshot (snapshots/): the notification's computed
+ * `changes` and derived `state_from` come from the one it replaces, and an update that changed
+ * nothing creates no deliveries (with skipUnchanged, SKIP_UNCHANGED_EVENTS).
+ * The body's size is taken from the sender's event storage budget once the body is known, after the
+ * repeat lookup (a repeat costs nothing) and the validation, before the transaction commits (a
+ * refusal rolls everything back), and given back when nothing was stored after all.
  */
 export async function acceptEvent(
-  deps: { db: Database; clock: Clock; tenantRateLimits?: TenantRateLimits },
+  deps: { db: Database; clock: Clock; tenantRateLimits?: TenantRateLimits; skipUnchanged?: boolean },
   principal: Principal,
   marketplaceCode: string,
   event: EventBody,
@@ -86,12 +83,14 @@ export async function acceptEvent(
   }
   await validateEvent(db, marketplaceCode, event);
 
-  const now = clock.now();
-  // The text stored and sent: its size is what the event costs the tenant's storage budget.
-  const body = JSON.stringify(buildNotification(event, marketplaceCode));
-  const giveBack = deps.tenantRateLimits?.takeEventBytes(principal, Buffer.byteLength(body)) ?? (() => {});
+  let giveBack = () => {};
+  const takeBytes = (body: string) => {
+    giveBack = deps.tenantRateLimits?.takeEventBytes(principal, Buffer.byteLength(body)) ?? (() => {});
+  };
   try {
-    const { accepted, inserted } = await insertWithDeliveries(db, principal, marketplaceCode, event, { eventId, hash, body, now, clock });
+    const { accepted, inserted } = await insertWithDeliveries(db, principal, marketplaceCode, event, {
+      eventId, hash, now: clock.now(), clock, takeBytes, skipUnchanged: deps.skipUnchanged ?? true,
+    });
     if (!inserted) giveBack();
     return accepted;
   } catch (error) {
@@ -100,12 +99,22 @@ export async function acceptEvent(
   }
 }
 
+interface Intake {
+  eventId: string;
+  hash: string;
+  now: Date;
+  clock: Clock;
+  /** Takes the body's bytes from the sender's budget (throws 429 past it). */
+  takeBytes: (body: string) => void;
+  skipUnchanged: boolean;
+}
+
 async function insertWithDeliveries(
   db: Database,
   principal: Principal,
   marketplaceCode: string,
   event: EventBody,
-  { eventId, hash, body, now, clock }: { eventId: string; hash: string; body: string; now: Date; clock: Clock },
+  { eventId, hash, now, clock, takeBytes, skipUnchanged }: Intake,
 ): Promise<{ accepted: EventAccepted; inserted: boolean }> {
   return db.transaction(async (tx) => {
     const rowId = await insertEvent(tx, {
@@ -125,14 +134,28 @@ async function insertWithDeliveries(
       if (!stored) throw new Error('event_id conflict without a stored event');
       return { accepted: answerExisting(stored, hash), inserted: false };
     }
+    const next = nextSnapshot(event);
+    const previous = await replaceSnapshot(tx, snapshotKey(event, marketplaceCode), next, now);
+    const derived = derive(event, previous, next);
+    // The text stored and sent: its size is what the event costs the tenant's storage budget.
+    const notification = buildNotification(event, marketplaceCode, derived);
+    const body = JSON.stringify(notification);
+    takeBytes(body);
+    if (derived.unchanged && skipUnchanged) {
+      await markUnchanged(tx, rowId);
+      return { accepted: { event_id: eventId, deliveries: 0, unchanged: true as const }, inserted: true };
+    }
+    const topics = matchingTopics(event.topic, event.state_to);
+    const filtered = await filteredWebhooks(tx, { marketplaceCode, sellerId: event.seller_id, topics });
     const count = await createDeliveries(tx, {
       eventRowId: rowId,
       marketplaceCode,
       sellerId: event.seller_id,
       entityKey: entityOrderKey(marketplaceCode, event.seller_id, event.entity_id),
-      topics: matchingTopics(event.topic, event.state_to),
+      topics,
       now,
       clockOffsetMs: clockOffsetMs(clock),
+      filterMatches: filtered.filter((webhook) => matchesFilter(webhook.filter, notification)).map((webhook) => webhook.id),
     });
     if (count > 0) await supersedeEarlier(tx, rowId, clockOffsetMs(clock));
     await setDeliveryCount(tx, rowId, count, body);

@@ -3,8 +3,9 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { createDeliverer, deliverDue, type Deliverer } from '../delivery/dispatch/deliver.js';
-import { Receiver, seedWebhook } from '../delivery/delivery-test-kit.js';
-import { order, postEvent, sampleEvent, seedWorld, type World } from './test-support.js';
+import { seedWebhook } from '../testing/deliveries.js';
+import { Receiver } from '../testing/receiver.js';
+import { order, postEvent, sampleEvent, seedWorld, type World } from '../testing/events.js';
 
 /** Issue 30: the plaza-entity-sequence of each notification. */
 describe('per-entity sequence numbers', () => {

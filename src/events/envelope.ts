@@ -1,4 +1,5 @@
 import type { EventBody, EventTopic } from './event-schema.js';
+import type { FieldChange } from './snapshots/entity-diff.js';
 
 /** The spec's publication notification envelope. */
 export interface PublicationNotification {
@@ -34,8 +35,17 @@ export function matchingTopics(topic: EventTopic, stateTo?: string | null): stri
   return topic === 'order/status_change' ? [topic, `order/status_change/entered_${stateTo}`] : [topic];
 }
 
-/** The body receivers get, built from a request already validated by validateEvent. */
-export function buildNotification(event: EventBody, marketplaceCode: string): Notification {
+/** What Plaza fills in where the producer left a field out (snapshots/derive.ts). */
+export interface DerivedFields {
+  changes?: FieldChange[];
+  stateFrom?: string | null;
+}
+
+/**
+ * The body receivers get, built from a request already validated by validateEvent. A `changes` or
+ * `state_from` the producer sent (null included) is kept as given; else the derived one, else null.
+ */
+export function buildNotification(event: EventBody, marketplaceCode: string, derived: DerivedFields = {}): Notification {
   const topic_path = topicPath(event.topic, marketplaceCode, event.state_to);
   if (event.topic.startsWith('publication/')) {
     return {
@@ -43,13 +53,13 @@ export function buildNotification(event: EventBody, marketplaceCode: string): No
       marketplace_connection_id: event.marketplace_connection_id!,
       topic_path,
       entity_id: event.entity_id as number,
-      payload: { publication: event.publication!, changes: event.changes ?? null, author: event.author },
+      payload: { publication: event.publication!, changes: event.changes !== undefined ? event.changes : (derived.changes ?? null), author: event.author },
     };
   }
   return {
     seller_id: event.seller_id,
     topic_path,
     entity_id: event.entity_id as string,
-    payload: { order: event.order!, state_from: event.state_from ?? null, state_to: event.state_to ?? null, author: event.author },
+    payload: { order: event.order!, state_from: event.state_from !== undefined ? event.state_from : (derived.stateFrom ?? null), state_to: event.state_to ?? null, author: event.author },
   };
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { insertWebhook, postEvent, publication, sampleEvent, seedWorld, type World } from './test-support.js';
+import { insertWebhook, postEvent, publication, sampleEvent, seedWorld, type World } from '../testing/events.js';
 
 describe('event storage: a byte budget per tenant, and no body kept that nothing will send', () => {
   let ctx: TestContext;

@@ -55,8 +55,8 @@ export const EventBody = Type.Object(
     marketplace_connection_id: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_INT32, description: 'Required for publication topics: a connection of the seller to this marketplace.' })),
     publication: Type.Optional(PublicationObject),
     order: Type.Optional(OrderObject),
-    changes: Type.Optional(Type.Unsafe<Record<string, unknown> | unknown[] | null>({ ...CHANGES_SCHEMA, description: 'Publication topics only: what changed (null when absent).' })),
-    state_from: Type.Optional(Type.Unsafe<string | null>({ type: ['string', 'null'], pattern: STATUS_CODE_PATTERN, description: 'Order topics only: the previous status, or null.' })),
+    changes: Type.Optional(Type.Unsafe<Record<string, unknown> | unknown[] | null>({ ...CHANGES_SCHEMA, description: 'Publication topics only: what changed, kept as given (null included). Left out on publication/update, Plaza computes it from the last accepted publication (docs/events.md).' })),
+    state_from: Type.Optional(Type.Unsafe<string | null>({ type: ['string', 'null'], pattern: STATUS_CODE_PATTERN, description: 'Order topics only: the previous status, or null, kept as given. Left out, Plaza derives it from the last accepted event of the order (docs/events.md).' })),
     state_to: Type.Optional(Type.String({ pattern: STATUS_CODE_PATTERN, description: 'Order topics only; required for order/status_change. The status entered.' })),
     author: Type.String({ minLength: 1, maxLength: AUTHOR_MAX_LENGTH, description: 'Who made the change.' }),
   },
@@ -67,5 +67,10 @@ export type EventBody = Static<typeof EventBody>;
 export const EventAccepted = Type.Object({
   event_id: Type.String({ description: 'The idempotency key, given or generated.' }),
   deliveries: Type.Integer({ description: 'Number of deliveries created for the matching webhooks.' }),
+  unchanged: Type.Optional(
+    Type.Literal(true, {
+      description: 'Present (true) when a publication/update or order/update carried the entity exactly as last accepted (canonical JSON): no deliveries were created (SKIP_UNCHANGED_EVENTS).',
+    }),
+  ),
 });
 export type EventAccepted = Static<typeof EventAccepted>;

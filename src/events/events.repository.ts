@@ -18,6 +18,8 @@ export interface StoredEvent {
   event_id: string;
   delivery_count: number;
   request_hash: string;
+  /** It equalled its entity's last snapshot and created no deliveries (SKIP_UNCHANGED_EVENTS). */
+  unchanged: boolean;
 }
 
 /**
@@ -40,7 +42,7 @@ export async function insertEvent(db: Queryable, event: NewEvent): Promise<numbe
 /** The producer's own use of an event_id: another seller's event with the same key is never seen. */
 export async function findEvent(db: Queryable, marketplaceCode: string, sellerId: number, eventId: string): Promise<StoredEvent | undefined> {
   const { rows } = await db.query<StoredEvent>(
-    `SELECT id, event_id, delivery_count, request_hash FROM events WHERE marketplace_code = $1 AND seller_id = $2 AND event_id = $3`,
+    `SELECT id, event_id, delivery_count, request_hash, unchanged FROM events WHERE marketplace_code = $1 AND seller_id = $2 AND event_id = $3`,
     [marketplaceCode, sellerId, eventId],
   );
   return rows[0];
@@ -55,12 +57,14 @@ export interface FanOut {
   now: Date;
   /** Due at once by the database's clock (see db/database-clock.ts). */
   clockOffsetMs: number;
+  /** The webhooks with a filter that the notification matched; the others with a filter get nothing. */
+  filterMatches?: number[];
 }
 
 /**
  * One delivery per matching webhook, in one statement however many webhooks match: pending for an
  * active webhook, held for a paused one (it goes out when the webhook is resumed).
- * A webhook matches when it is active or paused (by its owner, or by its tenant's deactivation), in the event's marketplace, subscribed to one of the
+ * A webhook matches when its filter, if it has one, matched the notification (filteredWebhooks), it is active or paused (by its owner, or by its tenant's deactivation), in the event's marketplace, subscribed to one of the
  * topics, filtered to `*` or this seller, and its owner may see the seller: a seller tenant only
  * itself, a marketplace tenant the sellers connected to it, the admins everyone.
  * message_id is random and stays with the delivery for good (the `webhook-id` header).
@@ -75,19 +79,9 @@ export async function createDeliveries(db: Queryable, fanOut: FanOut): Promise<n
     `WITH matched AS (
        SELECT w.id, w.active
          FROM webhooks w
-        WHERE w.marketplace_code = $2
-          -- 'disabled_by_user' is DISABLED_BY_USER (webhooks.repository.ts) and 'tenant_deactivated'
-          -- TENANT_DEACTIVATED (admin/tenant-activation.ts), written out so that the planner can
-          -- match the partial index webhooks_matching_or_held (migrations/001_baseline.sql).
-          AND (w.active OR w.disabled_reason IN ('disabled_by_user', 'tenant_deactivated'))
-          AND w.topic = ANY($5::text[])
-          AND (w.seller_id = '*' OR w.seller_id = $3::text)
-          AND (
-                (w.tenant_kind = 'seller' AND w.tenant_id = $3::text)
-             OR (w.tenant_kind = 'marketplace' AND EXISTS (
-                   SELECT 1 FROM marketplace_connections c WHERE c.marketplace_code = w.tenant_id AND c.seller_id = $7::integer))
-             OR w.tenant_kind = 'admin'
-          )
+        WHERE ${matchingWebhooks({ marketplace: '$2', sellerText: '$3', topics: '$5', sellerInt: '$7' })}
+          -- A webhook with a filter only when the notification matched it (filteredWebhooks).
+          AND (w.filter IS NULL OR w.id = ANY($9::bigint[]))
         ORDER BY w.id
           FOR KEY SHARE OF w
      ),
@@ -101,7 +95,7 @@ export async function createDeliveries(db: Queryable, fanOut: FanOut): Promise<n
        RETURNING 1
      )
      SELECT count(*)::int AS count FROM created`,
-    [fanOut.eventRowId, fanOut.marketplaceCode, String(fanOut.sellerId), fanOut.entityKey, fanOut.topics, fanOut.now, fanOut.sellerId, fanOut.clockOffsetMs],
+    [fanOut.eventRowId, fanOut.marketplaceCode, String(fanOut.sellerId), fanOut.entityKey, fanOut.topics, fanOut.now, fanOut.sellerId, fanOut.clockOffsetMs, fanOut.filterMatches ?? []],
   );
   return rows[0]!.count;
 }
@@ -122,6 +116,42 @@ const NUMBERED = `numbered AS (
      ),`;
 
 /**
+ * The conditions of createDeliveries on a webhook `w`, given the placeholders of its parameters, so
+ * that filteredWebhooks selects exactly the webhooks the fan-out considers.
+ */
+function matchingWebhooks(p: { marketplace: string; sellerText: string; topics: string; sellerInt: string }): string {
+  return `w.marketplace_code = ${p.marketplace}
+          -- 'disabled_by_user' is DISABLED_BY_USER (webhooks.repository.ts) and 'tenant_deactivated'
+          -- TENANT_DEACTIVATED (admin/tenant-activation.ts), written out so that the planner can
+          -- match the partial index webhooks_matching_or_held (migrations/001_baseline.sql).
+          AND (w.active OR w.disabled_reason IN ('disabled_by_user', 'tenant_deactivated'))
+          AND w.topic = ANY(${p.topics}::text[])
+          AND (w.seller_id = '*' OR w.seller_id = ${p.sellerText}::text)
+          AND (
+                (w.tenant_kind = 'seller' AND w.tenant_id = ${p.sellerText}::text)
+             OR (w.tenant_kind = 'marketplace' AND EXISTS (
+                   SELECT 1 FROM marketplace_connections c WHERE c.marketplace_code = w.tenant_id AND c.seller_id = ${p.sellerInt}::integer))
+             OR w.tenant_kind = 'admin'
+          )`;
+}
+
+/**
+ * The webhooks of this fan-out that have a filter, with it: the intake evaluates each on the
+ * notification (webhooks/filter/) and passes the ids of those that match to createDeliveries. Most
+ * webhooks have none, and then this reads no row. A filter changed between the two statements is
+ * read as it was here (the later statement only narrows to these ids).
+ */
+export async function filteredWebhooks(db: Queryable, fanOut: Pick<FanOut, 'marketplaceCode' | 'sellerId' | 'topics'>): Promise<{ id: number; filter: Record<string, unknown> }[]> {
+  const { rows } = await db.query<{ id: string; filter: Record<string, unknown> }>(
+    `SELECT w.id, w.filter FROM webhooks w
+      WHERE ${matchingWebhooks({ marketplace: '$1', sellerText: '$2', topics: '$3', sellerInt: '$4' })}
+        AND w.filter IS NOT NULL`,
+    [fanOut.marketplaceCode, String(fanOut.sellerId), fanOut.topics, fanOut.sellerId],
+  );
+  return rows.map((row) => ({ id: Number(row.id), filter: row.filter }));
+}
+
+/**
  * The fan-out's count, and the body when a delivery will send it. An event that matched no webhook
  * keeps no body: its row stays (until DELIVERY_RETENTION_DAYS) only so that its event_id answers a
  * repeat, which reads the count and the request hash, never the body. Nothing else could send it
@@ -129,4 +159,9 @@ const NUMBERED = `numbered AS (
  */
 export async function setDeliveryCount(db: Queryable, eventRowId: number, count: number, bodyJson: string): Promise<void> {
   await db.query(`UPDATE events SET delivery_count = $2, body = $3::json WHERE id = $1`, [eventRowId, count, count > 0 ? bodyJson : null]);
+}
+
+/** An update that changed nothing: no deliveries, no body, and a repeat of its event_id says so again. */
+export async function markUnchanged(db: Queryable, eventRowId: number): Promise<void> {
+  await db.query(`UPDATE events SET unchanged = true WHERE id = $1`, [eventRowId]);
 }

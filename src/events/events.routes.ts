@@ -12,6 +12,7 @@ import { EventAccepted, EventBody, MarketplaceParams } from './event-schema.js';
 
 export const eventRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {
   parseJsonKeepingNumbersExact(app);
+  const intake = { db: deps.db, clock: deps.clock, tenantRateLimits: deps.tenantRateLimits, skipUnchanged: deps.config.SKIP_UNCHANGED_EVENTS };
   app.post(
     '/v1/:marketplace_code/events',
     {
@@ -28,6 +29,8 @@ export const eventRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, d
         description:
           'Stores the event and one delivery per matching webhook in one transaction (docs/events.md). ' +
           'event_id is an idempotency key of the producer (the seller the event is for, in this marketplace): the same event again returns the first answer; another event of that seller with the same key is 409. ' +
+          'A publication/update or order/update whose entity equals the last one accepted creates no deliveries and answers `"unchanged": true` (SKIP_UNCHANGED_EVENTS). ' +
+          'Left out, `changes` (publication/update) and `state_from` (order topics) are computed from the last accepted event of the entity. ' +
           'A deactivated seller or marketplace takes no events: 409 `tenant_inactive`. ' +
           'Each tenant has an event rate and an event storage budget (bytes of notification bodies per hour); past either, 429 `rate_limited` with Retry-After.',
         security: [{ bearerAuth: [] }],
@@ -41,7 +44,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, d
       const { marketplace_code: marketplaceCode } = request.params;
       assertMaySendFor(principal, request.body.seller_id);
       await assertMarketplaceAccess(deps.db, principal, marketplaceCode);
-      const accepted = await acceptEvent(deps, principal, marketplaceCode, request.body);
+      const accepted = await acceptEvent(intake, principal, marketplaceCode, request.body);
       return reply.code(202).send(accepted);
     },
   );

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { deliveriesOf, insertWebhook, postEvent, sampleEvent, seedWorld, type World } from './test-support.js';
+import { deliveriesOf, insertWebhook, postEvent, sampleEvent, seedWorld, type World } from '../testing/events.js';
 
 describe('event intake: who may send what', () => {
   let ctx: TestContext;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { order, postEvent, publication, sampleEvent, seedWorld, type World } from './test-support.js';
+import { order, postEvent, publication, sampleEvent, seedWorld, type World } from '../testing/events.js';
 
 describe('event intake validation', () => {
   let ctx: TestContext;

@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { findInexactNumber, isExactNumber } from './exact-numbers.js';
-import { insertWebhook, sampleEvent, seedWorld, type World } from './test-support.js';
+import { insertWebhook, sampleEvent, seedWorld, type World } from '../testing/events.js';
 
 describe('numbers in event payloads are kept exactly or refused', () => {
   test('which numbers survive a double', () => {

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError, type FieldError } from '../http/errors.js';
 import { jsonBodyParser, useJsonParser } from '../http/json-body.js';
 
-/**
+/*
  * Event payloads are passed on as given, so a number must survive being read: JavaScript (and most
  * JSON parsers of the receivers) hold numbers as IEEE 754 doubles, which turn 12345678901234567891
  * into 12345678901234567000, 9007199254740993 into …992 and 1e400 into null. Plaza refuses such a

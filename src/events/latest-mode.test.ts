@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { claim, createDeliverer, deliverClaimed, deliverDue, type Deliverer } from '../delivery/dispatch/deliver.js';
-import { Receiver } from '../delivery/delivery-test-kit.js';
-import { order, postEvent, sampleEvent, seedWorld, type World } from './test-support.js';
+import { Receiver } from '../testing/receiver.js';
+import { order, postEvent, sampleEvent, seedWorld, type World } from '../testing/events.js';
 
 /** Issue 30: delivery_mode "latest". */
 describe('latest-state mode', () => {

@@ -1,4 +1,4 @@
-import { buildNotification, topicPath } from './envelope.js';
+import { buildNotification, topicPath, type DerivedFields } from './envelope.js';
 import { CHANGES_SCHEMA, EVENT_TOPICS, isPublicationTopic, STATUS_CODE_PATTERN, type EventBody, type EventTopic } from './event-schema.js';
 
 /**
@@ -15,6 +15,16 @@ export interface CatalogueEntry {
 }
 
 const SELLER_ID = { type: 'integer', minimum: 1, description: 'The seller the entity belongs to.' };
+const CHANGES = {
+  ...CHANGES_SCHEMA,
+  description:
+    'The producer\'s `changes`, kept as given (null too). Left out on publication/update after an earlier publication: what changed, computed by Plaza, an array of {field, from, to} (dotted paths for nested fields, arrays compared whole, added or removed fields with from or to null; empty when nothing changed). Else null.',
+};
+const STATE_FROM = {
+  type: ['string', 'null'],
+  pattern: STATUS_CODE_PATTERN,
+  description: 'The producer\'s `state_from`, kept as given (null too). Left out: the state the order was in (the last accepted state_to, else the last order\'s status), null for its first event.',
+};
 const AUTHOR = { type: 'string', description: 'Who made the change.' };
 
 function publicationSchema(topic: EventTopic): Record<string, unknown> {
@@ -33,7 +43,7 @@ function publicationSchema(topic: EventTopic): Record<string, unknown> {
         required: ['publication', 'changes', 'author'],
         properties: {
           publication: { type: 'object', required: ['id'], properties: { id: { type: 'integer' } }, additionalProperties: true },
-          changes: CHANGES_SCHEMA,
+          changes: CHANGES,
           author: AUTHOR,
         },
       },
@@ -57,7 +67,7 @@ function orderSchema(topic: EventTopic): Record<string, unknown> {
         required: ['order', 'state_from', 'state_to', 'author'],
         properties: {
           order: { type: 'object', required: ['reference_order'], properties: { reference_order: { type: 'string' } }, additionalProperties: true },
-          state_from: { type: ['string', 'null'], pattern: STATUS_CODE_PATTERN },
+          state_from: STATE_FROM,
           state_to: { type: ['string', 'null'], pattern: STATUS_CODE_PATTERN },
           author: AUTHOR,
         },
@@ -68,24 +78,33 @@ function orderSchema(topic: EventTopic): Record<string, unknown> {
 
 function exampleEvent(topic: EventTopic): EventBody {
   if (isPublicationTopic(topic)) {
-    return { topic, seller_id: 42, entity_id: 1001, marketplace_connection_id: 7, publication: { id: 1001, ...{ sku: 'SKU-1001', stock: 5, active: true, revisionStatus: 'PENDING' } }, changes: null, author: 'jane@seller.example' };
+    return { topic, seller_id: 42, entity_id: 1001, marketplace_connection_id: 7, publication: { id: 1001, ...{ sku: 'SKU-1001', stock: 5, active: true, revisionStatus: 'PENDING' } }, ...(topic === 'publication/update' ? {} : { changes: null }), author: 'jane@seller.example' };
   }
   return {
     topic,
     seller_id: 42,
     entity_id: 'ORD-2026-0001',
     order: { reference_order: 'ORD-2026-0001', ...{ id: 77, status: 'APRO', products_subtotal: 21 } },
-    state_from: topic === 'order/status_change' ? 'PROC' : null,
+    ...(topic === 'order/update' ? {} : { state_from: topic === 'order/status_change' ? 'PROC' : null }),
     state_to: 'APRO',
     author: 'system',
   };
 }
+
+/**
+ * What Plaza computes in the examples: a publication/update without the producer's `changes`, after
+ * a publication with 6 in stock; an order/update of an order that was in PROC.
+ */
+const EXAMPLE_DERIVED: Partial<Record<EventTopic, DerivedFields>> = {
+  'publication/update': { changes: [{ field: 'stock', from: 6, to: 5 }] },
+  'order/update': { stateFrom: 'PROC' },
+};
 
 export function notificationCatalogue(marketplaceCode: string): CatalogueEntry[] {
   return EVENT_TOPICS.map((topic) => ({
     topic,
     topicPathForm: topic === 'order/status_change' ? topicPath(topic, '<marketplace_code>', '<status_code>') : topicPath(topic, '<marketplace_code>'),
     schema: isPublicationTopic(topic) ? publicationSchema(topic) : orderSchema(topic),
-    example: buildNotification(exampleEvent(topic), marketplaceCode),
+    example: buildNotification(exampleEvent(topic), marketplaceCode, EXAMPLE_DERIVED[topic]),
   }));
 }

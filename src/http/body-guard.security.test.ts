@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { accessTokenFor, bearer, seedUser } from '../testing/fixtures.js';
 import { JsonDepthScan, MAX_JSON_DEPTH } from './body-guard.js';
-import { sendUnfinishedBody } from './unfinished-body-test-kit.js';
+import { sendUnfinishedBody } from '../testing/unfinished-body.js';
 
 // Issue 28 item 7: a token holder's body costs nothing before the tenant's limit is taken, and a
 // body is refused by size, content coding and nesting depth before it is parsed (or read whole).

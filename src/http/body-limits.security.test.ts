@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { accessTokenFor, bearer, seedUser } from '../testing/fixtures.js';
-import { sendUnfinishedBody } from './unfinished-body-test-kit.js';
+import { sendUnfinishedBody } from '../testing/unfinished-body.js';
 
 /** The first 16 KiB of a body announced as 1 MiB: a server that reads the body before answering never answers, one that authenticates first does. */
 const firstBytes = `{"a":${'['.repeat(16 * 1024 - 5)}`;

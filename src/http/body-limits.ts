@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 
-/**
+/*
  * Body limits per route, so that nobody can make Plaza read (and parse) more than a route needs.
  * Bodies are read only after authentication (routes authenticate in onRequest), so the larger
  * limits are open to holders of a token only.

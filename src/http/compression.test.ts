@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { collectDefaultMetrics } from 'prom-client';
 import { loadConfig } from '../config.js';
 import { createMetrics } from '../metrics.js';
-import { seedWebhook } from '../delivery/delivery-test-kit.js';
+import { seedWebhook } from '../testing/deliveries.js';
 import { buildOperationsApp } from '../operations/operations-listener.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { accessTokenFor, bearer, seedUser } from '../testing/fixtures.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { seedWebhook } from '../delivery/delivery-test-kit.js';
+import { seedWebhook } from '../testing/deliveries.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { accessTokenFor, bearer, seedUser } from '../testing/fixtures.js';
 

@@ -2,8 +2,9 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { packageVersion } from '../paths.js';
-import { errorCatalog } from './errors.js';
+import { errorCatalog, type AppError } from './errors.js';
 import { PrebuiltDocument } from './prebuilt-document.js';
+import { problemOf } from './problem.js';
 
 /** The problem+json schema every error response refers to. */
 export const ProblemSchema = {
@@ -39,6 +40,24 @@ export function problemResponses(...statuses: number[]): Record<number, unknown>
   }
   return responses;
 }
+
+/** An example of a refusal: the error the code throws, and what it means to a client. */
+export interface ProblemExample {
+  summary: string;
+  error: AppError;
+}
+
+/**
+ * A problem response with named examples of its bodies, for the refusals a client must handle (a
+ * login's 401 mfa_required): `problemWithExamples(401, { mfa_required: { summary, error } })`. Each
+ * body is the one the error is answered with (problemOf), so the example cannot drift from the code.
+ */
+export function problemWithExamples(status: number, examples: Record<string, ProblemExample>): Record<string, unknown> {
+  const response = problemResponses(status)[status] as { description: string; content: Record<string, Record<string, unknown>> };
+  const values = Object.fromEntries(Object.entries(examples).map(([name, { summary, error }]) => [name, { summary, value: problemOf(error, EXAMPLE_REQUEST_ID) }]));
+  return { ...response, content: { 'application/problem+json': { ...response.content['application/problem+json'], examples: values } } };
+}
+const EXAMPLE_REQUEST_ID = '9b2e4d1c-0a6f-4e8b-b3c5-7d1f2a9e6c40';
 
 /** The response headers Plaza sends, described once; routes name them with `responseHeaders`. */
 const HEADERS = {

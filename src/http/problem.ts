@@ -13,14 +13,19 @@ export function problemBody(code: ErrorCode, detail: string, requestId: string, 
   return { type: `urn:plaza:problem:${code}`, title, status, detail, code, request_id: requestId, ...extra };
 }
 
-export function sendProblem(reply: FastifyReply, error: AppError): FastifyReply {
+/** The body an error is answered with (its headers aside): what sendProblem sends, and the OpenAPI document's examples show. */
+export function problemOf(error: AppError, requestId: string) {
   const extra: Record<string, unknown> = { ...error.options.extensions };
   if (error.options.errors) extra.errors = error.options.errors;
+  return problemBody(error.code, error.detail, requestId, extra);
+}
+
+export function sendProblem(reply: FastifyReply, error: AppError): FastifyReply {
   for (const [name, value] of Object.entries(error.options.headers ?? {})) reply.header(name, value);
   return reply
     .code(error.status)
     .type(PROBLEM_CONTENT_TYPE)
-    .send(problemBody(error.code, error.detail, String(reply.request.id), extra));
+    .send(problemOf(error, String(reply.request.id)));
 }
 
 interface AjvIssue {

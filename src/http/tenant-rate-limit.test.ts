@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { seedWebhook } from '../delivery/delivery-test-kit.js';
-import { postEvent, sampleEvent, seedWorld, type World } from '../events/test-support.js';
+import { seedWebhook } from '../testing/deliveries.js';
+import { postEvent, sampleEvent, seedWorld, type World } from '../testing/events.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 
 describe('per-tenant rate limits: 429 with Retry-After, one tenant never spends another\'s budget', () => {

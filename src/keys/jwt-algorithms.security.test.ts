@@ -3,7 +3,7 @@ import { createHmac, createPrivateKey, createPublicKey, generateKeyPairSync, ran
 import { after, before, describe, test } from 'node:test';
 import { SignJWT, type JWTPayload } from 'jose';
 import { buildApp } from '../app.js';
-import { getProducts } from '../auth/auth-test-kit.js';
+import { getProducts } from '../testing/auth.js';
 import { ManualClock } from '../clock.js';
 import { ConfigError, loadConfig } from '../config.js';
 import { loadKeys, type Keys } from '../keys.js';

@@ -5,6 +5,7 @@ import { ManualClock } from '../clock.js';
 import { loadConfig, type Config } from '../config.js';
 import { loadKeys, type Keys } from '../keys.js';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';
+import { eventually } from '../testing/wait.js';
 import { lockJwtKeys, rotateJwtKey } from './jwt-key-ring.js';
 import { rotateSecretsKey } from './rotate-secrets-key.js';
 
@@ -22,16 +23,13 @@ describe('the keys have one lock: JWT rotations and SECRETS_KEY rotations wait f
   after(() => db.close());
 
   /** Whether a session of this database waits for an advisory lock, asked until `withinMs` has passed. */
-  async function someoneWaits(withinMs: number): Promise<boolean> {
-    const until = Date.now() + withinMs;
-    do {
+  function someoneWaits(withinMs: number): Promise<boolean> {
+    return eventually(async () => {
       const { rows } = await db.query<{ waiting: number }>(
         `SELECT count(*)::int AS waiting FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
       );
-      if (rows[0]!.waiting > 0) return true;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    } while (Date.now() < until);
-    return false;
+      return rows[0]!.waiting > 0;
+    }, { timeoutMs: withinMs });
   }
 
   const rotations = [

@@ -2,7 +2,7 @@ import type { CryptoKey, JWK } from 'jose';
 import type { Config } from '../config.js';
 import type { JwtAlgorithm } from './jwt-algorithms.js';
 
-/**
+/*
  * The timeline of the JWT signing keys, on the database's clock. A key is
  * - published (in the JWKS of every process) from `publishedAt` + at most PUBLICATION_SECONDS,
  * - signing from `signsFrom` = publishedAt + signingLeadSeconds, not before,

@@ -9,7 +9,7 @@ import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import jsonwebtoken from 'jsonwebtoken';
 import jwksRsa from 'jwks-rsa';
 import { buildApp } from '../app.js';
-import { getProducts, loginOk } from '../auth/auth-test-kit.js';
+import { getProducts, loginOk } from '../testing/auth.js';
 import { ManualClock } from '../clock.js';
 import { loadConfig } from '../config.js';
 import { loadKeys, reloadKeys } from '../keys.js';

@@ -1,34 +1,22 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
-import { projectRoot } from '../paths.js';
-import { exited, untilOutput } from '../testing/child-process.js';
+import { after, describe, test } from 'node:test';
+import { killAllPlaza, sharedKeyEnv, startPlaza, type PlazaProcess, type Role } from '../testing/plaza-process.js';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';
+import { waitFor } from '../testing/wait.js';
 
 /** The jobs src/maintenance-jobs.ts registers. */
-const JOBS = ['auth-records', 'delivery-retention', 'failing-webhooks', 'portal-links', 'webhook-history'];
+const JOBS = ['auth-records', 'delivery-retention', 'entity-snapshots', 'failing-webhooks', 'portal-links', 'webhook-history'];
 
 /**
  * Real `plaza serve` processes of each role on one database, with the real clock: maintenance runs
  * in every role, and the processes together run each job once per interval.
  */
 describe('maintenance in every role', { timeout: 120_000 }, () => {
-  let dataDir: string;
-  const secretsKey = randomBytes(32).toString('base64');
-  const children: ChildProcess[] = [];
+  const keys = sharedKeyEnv();
   const databases: TestDatabase[] = [];
-
-  before(() => {
-    dataDir = mkdtempSync(join(tmpdir(), 'plaza-maintenance-'));
-  });
   after(async () => {
-    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await killAllPlaza();
     await Promise.all(databases.map((db) => db.close()));
-    rmSync(dataDir, { recursive: true, force: true });
   });
 
   const database = async () => {
@@ -36,35 +24,17 @@ describe('maintenance in every role', { timeout: 120_000 }, () => {
     databases.push(db);
     return db;
   };
-  const serve = (db: TestDatabase, role: string, env: Record<string, string> = {}) => {
-    const child = spawn(process.execPath, [join(projectRoot, 'dist/src/main.js'), 'serve', '--role', role], {
-      env: { ...process.env, DATABASE_URL: db.url, DATA_DIR: dataDir, SECRETS_KEY: secretsKey, PORT: '0', METRICS_PORT: '0', LOG_LEVEL: 'info', LOG_FORMAT: 'json', ...env },
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => (out += chunk));
-    children.push(child);
-    return Object.assign(child, { started: () => untilOutput(child, child.stdout, () => out.includes('"plaza started"')) });
-  };
-  const stop = async (child: ChildProcess) => {
-    child.kill('SIGTERM');
-    assert.deepEqual(await exited(child), { code: 0, signal: null });
-  };
+  const serve = (db: TestDatabase, role: Role, env: Record<string, string> = {}) => startPlaza({ DATABASE_URL: db.url, ...keys, ...env }, { role });
+  const stop = async (plaza: PlazaProcess) => assert.deepEqual(await plaza.kill('SIGTERM'), { code: 0, signal: null });
   /** Polls (at most 60 s) until `done()` resolves to true. */
-  const until = async (done: () => Promise<boolean>) => {
-    for (let i = 0; i < 600; i++) {
-      if (await done()) return;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    assert.fail('waited 60 s');
-  };
+  const until = (done: () => Promise<boolean>) => waitFor(done, { timeoutMs: 60_000 });
 
   test('an API-only installation prunes auth events past the retention', async () => {
     const db = await database();
     await db.query(
       `INSERT INTO auth_events (type, username, created_at) VALUES ('login_succeeded', 'old', now() - interval '91 days'), ('login_succeeded', 'recent', now() - interval '89 days')`,
     );
-    const api = serve(db, 'api', { AUTH_AUDIT_RETENTION_DAYS: '90' });
+    const api = await serve(db, 'api', { AUTH_AUDIT_RETENTION_DAYS: '90' });
     await until(async () => (await db.query(`SELECT 1 FROM auth_events WHERE username = 'old'`)).rowCount === 0);
     await stop(api);
     const { rows } = await db.query<{ username: string }>(`SELECT username FROM auth_events`);
@@ -83,12 +53,10 @@ describe('maintenance in every role', { timeout: 120_000 }, () => {
     const env = { MAINTENANCE_INTERVAL_SECONDS: String(intervalMs / 1000) };
     // The API first, the others once it has run every job: they start at some moment of its
     // interval, not in step with it, as processes of an installation do.
-    const processes = [serve(db, 'api', env)];
+    const processes = [await serve(db, 'api', env)];
     await until(async () => (await runs()).size === JOBS.length);
     const first = await runs();
-    const later = [serve(db, 'worker', env), serve(db, 'all', env)];
-    processes.push(...later);
-    for (const child of later) assert.ok(await child.started(), 'started');
+    processes.push(...(await Promise.all([serve(db, 'worker', env), serve(db, 'all', env)])));
     await until(async () => [...(await runs()).values()].every((row) => row.runs >= first.get(row.job)!.runs + 4));
     await Promise.all(processes.map(stop));
 

@@ -5,6 +5,7 @@ import { ManualClock } from '../clock.js';
 import type { Database } from '../db/database.js';
 import { openPostgres } from '../db/postgres.js';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';
+import { waitFor } from '../testing/wait.js';
 import { startMaintenance, type MaintenanceJob, type MaintenanceScheduler } from './scheduler.js';
 
 const INTERVAL = 60;
@@ -43,10 +44,7 @@ function blockingJob(name: string) {
 }
 
 /** Waits (at most 5 s) until `done()` holds. */
-async function until(done: () => boolean): Promise<void> {
-  for (let i = 0; i < 1000 && !done(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
-  assert.ok(done(), 'waited 5 s');
-}
+const until = (done: () => boolean) => waitFor(done, { timeoutMs: 5000 });
 
 describe('maintenance scheduler', { timeout: 30_000 }, () => {
   let db: TestDatabase;

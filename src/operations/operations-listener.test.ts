@@ -4,7 +4,7 @@ import { ManualClock } from '../clock.js';
 import { loadConfig } from '../config.js';
 import type { Database } from '../db/database.js';
 import { createMetrics } from '../metrics.js';
-import { seedDelivery, seedWebhook } from '../delivery/delivery-test-kit.js';
+import { seedDelivery, seedWebhook } from '../testing/deliveries.js';
 import { generateKeys } from '../keys.js';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';
 import { buildOperationsApp, type OperationsListener } from './operations-listener.js';

@@ -8,7 +8,7 @@ import { registerCompression } from '../http/compression.js';
 import { registerProblemHandlers } from '../http/problem.js';
 import { OneLinePerRequest } from '../http/request-log.js';
 import { registerResponseHeaders } from '../http/response-headers.js';
-import { listenNamed } from '../startup-errors.js';
+import { ListenError, listenNamed } from '../startup-errors.js';
 
 type OperationsDeps = Pick<FeatureDeps, 'config' | 'db' | 'clock' | 'metrics'>;
 
@@ -57,11 +57,48 @@ export function collectRuntimeMetrics(registry: Registry): void {
   for (const name of OMITTED_DEFAULT_METRICS) registry.removeSingleMetric(name);
 }
 
-/** Starts the listener for `plaza serve`; with the process and Node.js runtime metrics (one set per process). */
-export async function startOperationsListener(deps: OperationsDeps, logger: FastifyBaseLogger): Promise<OperationsListener & { port: number }> {
+/** The operations port when METRICS_PORT is unset. */
+export const DEFAULT_METRICS_PORT = 9464;
+
+/**
+ * Starts the listener for `plaza serve`; with the process and Node.js runtime metrics (one set per
+ * process). METRICS_PORT set: that port, or the start stops naming it. Unset: DEFAULT_METRICS_PORT,
+ * or, when another process holds it (a second development instance on the machine), a free port
+ * with a warning naming it: nothing scrapes a port nobody chose, and a second `npm start` with
+ * its own PORT should not stop on a port its user never heard of.
+ */
+export async function startOperationsListener(
+  deps: OperationsDeps,
+  logger: FastifyBaseLogger,
+  defaultPort: number = DEFAULT_METRICS_PORT,
+): Promise<OperationsListener & { port: number }> {
   collectRuntimeMetrics(deps.metrics.registry);
   const listener = await buildOperationsApp(deps, logger);
-  await listenNamed('METRICS_HOST', 'METRICS_PORT', () => listener.app.listen({ host: deps.config.METRICS_HOST, port: deps.config.METRICS_PORT }));
-  const address = listener.app.server.address();
-  return { ...listener, port: typeof address === 'object' && address ? address.port : deps.config.METRICS_PORT };
+  const host = deps.config.METRICS_HOST;
+  const listen = (port: number) => listenNamed('METRICS_HOST', 'METRICS_PORT', () => listener.app.listen({ host, port }));
+  try {
+    if (deps.config.METRICS_PORT !== undefined) {
+      await listen(deps.config.METRICS_PORT);
+    } else {
+      try {
+        await listen(defaultPort);
+      } catch (error) {
+        if (!(error instanceof ListenError && (error.cause as NodeJS.ErrnoException).code === 'EADDRINUSE')) throw error;
+        await listen(0);
+        logger.warn(
+          { metricsPort: portOf(listener.app), taken: defaultPort },
+          `the operations port ${defaultPort} is taken (another Plaza?): /metrics, /healthz and /readyz are on port ${portOf(listener.app)} instead; set METRICS_PORT to choose one`,
+        );
+      }
+    }
+  } catch (error) {
+    await listener.close().catch(() => {});
+    throw error;
+  }
+  return { ...listener, port: portOf(listener.app) };
+}
+
+function portOf(app: FastifyInstance): number {
+  const address = app.server.address();
+  return typeof address === 'object' && address ? address.port : 0;
 }

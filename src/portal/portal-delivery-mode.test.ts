@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { seedConnection, seedUser } from '../testing/fixtures.js';
-import { seedDelivery } from '../delivery/delivery-test-kit.js';
+import { seedDelivery } from '../testing/deliveries.js';
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { accessTokenFor, bearer, seedConnection, seedUser, type SeededUser } from '../testing/fixtures.js';
-import { seedDelivery, seedWebhook } from '../delivery/delivery-test-kit.js';
+import { seedDelivery, seedWebhook } from '../testing/deliveries.js';
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 const SELLER_CREDENTIAL = 'Bearer seller-erp-credential-3f9a';
@@ -199,6 +199,40 @@ describe('portal link sessions act as the link\'s maker, confined to the link\'s
     assert.doesNotMatch(again, /seller 2; other tenants/);
     assert.doesNotMatch(again, /href="\/portal\/MKT\/webhooks\/dup"/);
     assert.equal((await get('/portal/MKT/webhooks/dup', cookie)).statusCode, 409);
+  });
+
+  test('an admin\'s link for a seller opens none of another seller\'s own webhooks, though the admin may through the API', async () => {
+    // The scope narrows what the maker may do: the admin reaches seller 2's webhook through the
+    // API, but a link the admin made for seller 1 does not (docs/portal.md, the table of links).
+    const { id } = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: 'https://erp.seller2.example/hook', marketplaceCode: 'MKT', code: 's2-own', tenantKind: 'seller', tenantId: '2', headers: { Authorization: 'Bearer seller2-credential' } });
+    const delivery = (await seedDelivery(ctx.db, { id, code: 's2-own', marketplaceCode: 'MKT', secret: '' }, { now: ctx.clock.now() })).id;
+    await ctx.db.query(`UPDATE deliveries SET status = 'failed', attempts = 1 WHERE id = $1`, [delivery]);
+    assert.equal((await api(admin, 'GET', '/v1/MKT/webhooks/s2-own')).statusCode, 200);
+    const cookie = await linkSession(admin, { seller_id: 1 });
+    const post = await poster(cookie);
+    const before = await webhookRow('s2-own', 'seller');
+    const deliveryBefore = await deliveryRow(delivery);
+    const list = (await get('/portal/MKT/webhooks', cookie)).body;
+    assert.doesNotMatch(list, /s2-own|seller2-credential/);
+    const one = '/portal/MKT/webhooks/s2-own';
+    for (const path of ['', '/edit', '/deliveries', `/deliveries/${delivery}`, '/replay', '/history']) {
+      const page = await get(`${one}${path}`, cookie);
+      assert.equal(page.statusCode, 404, `GET ${path}`);
+      assert.doesNotMatch(page.body, /seller2-credential/);
+    }
+    for (const [path, fields] of [
+      ['/edit', { name: 'test', callback_url: ATTACKER }],
+      ['/pause', {}],
+      ['/rotate-secret', {}],
+      ['/test', {}],
+      [`/deliveries/${delivery}/retry`, {}],
+      ['/replay', { mode: 'send', status: 'failed' }],
+    ] as [string, Record<string, string>][]) {
+      const response = await post(`${one}${path}`, fields);
+      assert.equal(response.statusCode, 404, `POST ${path}: ${response.body.slice(0, 200)}`);
+    }
+    assert.deepEqual(await webhookRow('s2-own', 'seller'), before, 'callback, secret, state and headers untouched');
+    assert.deepEqual(await deliveryRow(delivery), deliveryBefore, 'no retry or replay');
   });
 
   test('a link without a seller shows none of the sellers\' own webhooks, whoever made it', async () => {

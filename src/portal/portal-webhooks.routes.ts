@@ -16,7 +16,9 @@ import { portalActor } from '../webhooks/webhook-history.js';
 import { detailHistory } from './portal-history.routes.js';
 import type { PortalSession } from './portal-sessions.js';
 import { assertInScope, loadScopedWebhook, refusedByTenantLimit, sendPage, sendRefusal, sessionOf, type PortalDeps, pageContext } from './portal-pages.js';
-import { secretPage, testNotice, webhookDetailPage, webhookFormPage, type WebhookFormValues } from './views/webhook-pages.js';
+import { filterText, secretPage, testNotice, webhookDetailPage, webhookFormPage, type WebhookFormValues } from './views/webhook-pages.js';
+import { latestNotification, parseFilterText } from './portal-filters.js';
+import { checkFilter, matchesFilter } from '../webhooks/filter/filter.js';
 import { webhookListPage } from './views/webhook-pages.js';
 
 const Text = (maxLength: number) => Type.Optional(Type.String({ maxLength }));
@@ -30,7 +32,9 @@ const WebhookForm = Type.Object({
   seller_id: Text(20),
   headers: Text(16_384),
   delivery_mode: Text(20),
+  filter: Text(16_384),
 });
+const FilterTestForm = Type.Object({ _csrf: CsrfField, filter: Text(16_384) });
 const DONE_NOTICES = {
   paused: 'Paused: events that arrive meanwhile are held until you resume.',
   resumed: 'Resumed: held deliveries and waiting retries go out now, in order.',
@@ -123,6 +127,8 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
     const render = (errors: AppError['options']['errors'], detail: string) => webhookFormPage(context, { values, errors, detail, sellerEditable: sellerEditable(session) });
     const parsed = parseHeaderLines(values.headers ?? '');
     if ('error' in parsed) return sendPage(reply, render([{ field: 'body.headers', message: parsed.error }], 'Please correct the fields below.'), 400);
+    const filter = parseFilterText(values.filter ?? '');
+    if ('error' in filter) return sendPage(reply, render([{ field: 'body.filter', message: filter.error }], 'Please correct the fields below.'), 400);
     const statusCode = values.status_code?.trim();
     const topic = values.topic === 'order/status_change' && statusCode ? `${STATUS_TOPIC_PREFIX}${statusCode}` : (values.topic ?? '');
     try {
@@ -134,6 +140,7 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
         seller_id: sellerIdForForm(session, values.seller_id),
         headers: parsed.headers,
         ...(values.delivery_mode ? { delivery_mode: values.delivery_mode } : {}),
+        filter: filter.filter,
       }, settings, clock, portalActor(session));
       return sendPage(reply, secretPage(context, webhook, secret), 201);
     } catch (error) {
@@ -152,7 +159,9 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
   app.get(`${one}/edit`, { schema: { ...hide, params: WebhookParams }, preHandler: requireSession }, async (request, reply) => {
     const session = sessionOf(request);
     const webhook = await load(session, request.params);
-    const values = { name: webhook.name, callback_url: webhook.callback_url, seller_id: webhook.seller_id, headers: headerLines(webhook.headers), delivery_mode: webhook.delivery_mode };
+    const values = {
+      name: webhook.name, callback_url: webhook.callback_url, seller_id: webhook.seller_id, headers: headerLines(webhook.headers), delivery_mode: webhook.delivery_mode, filter: filterText(webhook.filter),
+    };
     return sendPage(reply, webhookFormPage(pageContext(session, webhook.marketplace_code), { existing: webhook, values, sellerEditable: sellerEditable(session) }));
   });
 
@@ -164,6 +173,8 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
     const render = (errors: AppError['options']['errors'], detail: string) => webhookFormPage(context, { existing: webhook, values, errors, detail, sellerEditable: sellerEditable(session) });
     const parsed = parseHeaderLines(values.headers ?? '');
     if ('error' in parsed) return sendPage(reply, render([{ field: 'body.headers', message: parsed.error }], 'Please correct the fields below.'), 400);
+    const filter = parseFilterText(values.filter ?? '');
+    if ('error' in filter) return sendPage(reply, render([{ field: 'body.filter', message: filter.error }], 'Please correct the fields below.'), 400);
     try {
       await changeWebhook(db, session.principal, webhook.marketplace_code, webhook.code, {
         name: values.name ?? '',
@@ -171,6 +182,7 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
         seller_id: sellerIdForForm(session, values.seller_id, webhook),
         headers: parsed.headers,
         ...(values.delivery_mode ? { delivery_mode: values.delivery_mode } : {}),
+        filter: filter.filter,
       }, settings, clock, portalActor(session));
     } catch (error) {
       return formFailure(reply, error, render);
@@ -186,6 +198,23 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
     const refusal = refusedByTenantLimit(deps, session, 'test');
     if (refusal) return sendRefusal(reply, refusal, await page({ kind: 'error', text: refusal.detail }));
     return sendPage(reply, await page(testNotice(await sendTestNotification(deps, agent, webhook, portalActor(session)))));
+  });
+
+  // The filter (the webhook's, or a draft) on the webhook's latest notification: nothing saved or sent.
+  app.post(`${one}/filter-test`, { schema: { ...hide, params: WebhookParams, body: FilterTestForm }, preHandler: requireSession }, async (request, reply) => {
+    const session = sessionOf(request);
+    const webhook = await load(session, request.params);
+    const draft = request.body.filter ?? '';
+    const page = async (notice: { kind: 'success' | 'error'; text: string }, status = 200) =>
+      sendPage(reply, webhookDetailPage(pageContext(session, webhook.marketplace_code), webhook, await countHeldDeliveries(db, webhook.id), notice, await detailHistory(db, webhook), draft), status);
+    const parsed = parseFilterText(draft);
+    if ('error' in parsed) return page({ kind: 'error', text: `Filter: ${parsed.error}` }, 400);
+    const problems = parsed.filter === null ? [] : checkFilter(parsed.filter);
+    if (problems.length > 0) return page({ kind: 'error', text: `Filter: ${problems.map((problem) => (problem.path ? `${problem.path}: ${problem.message}` : problem.message)).join('; ')}` }, 400);
+    const notification = await latestNotification(db, webhook.id);
+    if (notification === undefined) return page({ kind: 'error', text: 'This webhook has no notification yet to test on: see the event catalogue for sample bodies.' });
+    const matches = parsed.filter === null || matchesFilter(parsed.filter, notification.body);
+    return page({ kind: 'success', text: `The filter ${matches ? 'matches' : 'does not match'} the latest notification (event ${notification.eventId}, ${notification.topicPath}).` });
   });
 
   for (const [action, active] of [['pause', false], ['resume', true]] as const) {

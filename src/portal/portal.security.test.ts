@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { accessTokenFor, bearer, seedConnection, seedUser, type SeededUser } from '../testing/fixtures.js';
-import { seedDelivery, seedWebhook } from '../delivery/delivery-test-kit.js';
+import { seedDelivery, seedWebhook } from '../testing/deliveries.js';
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { getProducts, loginOk } from '../auth/auth-test-kit.js';
+import { getProducts, loginOk } from '../testing/auth.js';
 import { accessTokenFor, seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { insertProduct } from './products.repository.js';

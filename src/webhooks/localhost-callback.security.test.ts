@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { Receiver } from '../delivery/delivery-test-kit.js';
+import { Receiver } from '../testing/receiver.js';
 import { vetHost } from '../delivery/dispatch/ssrf-guard.js';
 import { parseNetworks } from '../net/address-policy.js';
 import { accessTokenFor, bearer, seedConnection, seedUser } from '../testing/fixtures.js';

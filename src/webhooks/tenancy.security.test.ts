@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { actor, assertProblem, call, createWebhookAs, seedConnection, webhookBody, type Actor } from './webhook-test-kit.js';
+import { actor, assertProblem, call, createWebhookAs, seedConnection, webhookBody, type Actor } from '../testing/webhooks.js';
 
 /**
  * Tenant isolation: nobody reaches another tenant's webhook, on any endpoint, and the answer is

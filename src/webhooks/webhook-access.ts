@@ -29,6 +29,8 @@ export interface WebhookRow {
   failing_since: Date | null;
   /** 'all', or 'latest': a new notification of an entity supersedes its unsent ones (DELIVERY_MODES). */
   delivery_mode: DeliveryMode;
+  /** A MongoDB-style query over the notification body (filter/filter.ts); null: every notification. */
+  filter: Record<string, unknown> | null;
 }
 
 /**
@@ -66,26 +68,30 @@ const WEBHOOK_NOT_FOUND = 'The webhook does not exist.';
  * principal may not use is indistinguishable from one that does not exist).
  */
 export async function assertMarketplaceAccess(db: Queryable, principal: Principal, marketplaceCode: string): Promise<void> {
-  let sql: string;
-  let params: unknown[];
-  switch (principal.role) {
-    case 'admin':
-      sql = `SELECT 1 FROM marketplaces WHERE code = $1`;
-      params = [marketplaceCode];
-      break;
-    case 'marketplace':
-      if (principal.marketplaceCode !== marketplaceCode) throw notFound(MARKETPLACE_NOT_FOUND);
-      sql = `SELECT 1 FROM marketplaces WHERE code = $1`;
-      params = [marketplaceCode];
-      break;
-    default:
-      sql = `SELECT 1 FROM marketplaces m
-              WHERE m.code = $1
-                AND EXISTS (SELECT 1 FROM marketplace_connections c WHERE c.marketplace_code = m.code AND c.seller_id = $2)`;
-      params = [marketplaceCode, principal.sellerId];
-  }
-  const { rows } = await db.query(sql, params);
-  if (rows.length === 0) throw notFound(MARKETPLACE_NOT_FOUND);
+  // Another marketplace's user: no query needed to say no.
+  if (principal.role === 'marketplace' && principal.marketplaceCode !== marketplaceCode) throw notFound(MARKETPLACE_NOT_FOUND);
+  const { rows } = await db.query<{ visible: boolean }>(
+    `SELECT ${marketplaceVisibleSql('$1::text', '$2::text', '$3::int', '$4::text')} AS visible`,
+    [marketplaceCode, principal.role, principal.sellerId, principal.marketplaceCode],
+  );
+  if (!rows[0]!.visible) throw marketplaceNotFound();
+}
+
+/** The 404 of assertMarketplaceAccess, for a read that evaluates marketplaceVisibleSql itself (webhook-list.ts). */
+export const marketplaceNotFound = () => notFound(MARKETPLACE_NOT_FOUND);
+
+/**
+ * assertMarketplaceAccess's rule as one boolean SQL expression over SQL expressions for the
+ * marketplace asked for and the principal's role, seller and marketplace: it exists, and an admin
+ * may use any, a marketplace user only its own, a seller only one it is connected to. Never null.
+ */
+export function marketplaceVisibleSql(code: string, role: string, sellerId: string, principalMarketplace: string): string {
+  return `(EXISTS (SELECT 1 FROM marketplaces vm WHERE vm.code = ${code})
+           AND CASE ${role}
+                 WHEN 'admin' THEN true
+                 WHEN 'marketplace' THEN coalesce(${principalMarketplace} = ${code}, false)
+                 ELSE EXISTS (SELECT 1 FROM marketplace_connections vc WHERE vc.marketplace_code = ${code} AND vc.seller_id = ${sellerId})
+               END)`;
 }
 
 /**

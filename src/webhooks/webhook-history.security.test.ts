@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { Receiver } from '../delivery/delivery-test-kit.js';
+import { Receiver } from '../testing/receiver.js';
 import { accessTokenFor, bearer, seedConnection, seedUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { HOST, PortalClient } from './webhook-history-test-kit.js';
+import { HOST, PortalClient } from '../testing/webhook-history.js';
 
 /**
  * The history is read by the owner and the admins, kept for the audit retention and backed up: no

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { runInProcess } from '../cli/cli-test-kit.js';
-import { Receiver, seedDelivery } from '../delivery/delivery-test-kit.js';
+import { runInProcess } from '../testing/cli.js';
+import { seedDelivery } from '../testing/deliveries.js';
+import { Receiver } from '../testing/receiver.js';
 import { accessTokenFor, bearer, seedConnection, seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { exactlyOneRow, HOST, lastHistoryId, PortalClient, rowsAfter, type RawHistoryRow } from './webhook-history-test-kit.js';
+import { exactlyOneRow, HOST, lastHistoryId, PortalClient, rowsAfter, type RawHistoryRow } from '../testing/webhook-history.js';
 import { pruneWebhookHistory } from './webhook-history.repository.js';
 
 type Headers = { authorization: string };

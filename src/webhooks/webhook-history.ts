@@ -99,7 +99,12 @@ function originOf(url: string): string {
   }
 }
 
-/** A created webhook's fields, with their safe values. */
+/** A filter as the history keeps it: its JSON text (key order as stored), null for none. */
+function filterText(filter: Record<string, unknown> | null | undefined): string | null {
+  return filter === null || filter === undefined ? null : JSON.stringify(filter);
+}
+
+/** A created webhook's fields, with their safe values; its filter when it has one. */
 export function createdFields(webhook: WebhookRow): FieldChange[] {
   const values = safeValues(webhook);
   return [
@@ -108,6 +113,7 @@ export function createdFields(webhook: WebhookRow): FieldChange[] {
     ...Object.entries(values).map(([field, after]) => ({ field, after })),
     // Listed when it is not the default, so that the record of a webhook created as before stays as it was.
     ...(webhook.delivery_mode === 'latest' ? [{ field: 'delivery_mode', after: webhook.delivery_mode }] : []),
+    ...(webhook.filter ? [{ field: 'filter', after: filterText(webhook.filter) }] : []),
   ];
 }
 
@@ -126,6 +132,8 @@ export function changedFields(before: WebhookRow, after: WebhookRow): FieldChang
   if (!sameHeaders(before.headers, after.headers)) changes.push({ field: 'headers', before: from.headers, after: to.headers });
   if (before.active !== after.active) changes.push({ field: 'active', before: from.active, after: to.active });
   if (before.delivery_mode !== after.delivery_mode) changes.push({ field: 'delivery_mode', before: before.delivery_mode, after: after.delivery_mode });
+  const [filterBefore, filterAfter] = [filterText(before.filter), filterText(after.filter)];
+  if (filterBefore !== filterAfter) changes.push({ field: 'filter', before: filterBefore, after: filterAfter });
   return changes;
 }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { actor, assertProblem, call, createWebhookAs, seedConnection, webhookBody, type Actor } from './webhook-test-kit.js';
+import { actor, assertProblem, call, createWebhookAs, seedConnection, webhookBody, type Actor } from '../testing/webhooks.js';
 
 describe('webhook limit per tenant and marketplace', () => {
   let ctx: TestContext;

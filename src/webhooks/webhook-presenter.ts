@@ -13,6 +13,7 @@ export function toWebhookResponse(row: WebhookRow, heldCount = 0) {
     seller_id: row.seller_id,
     callback_url: row.callback_url,
     headers: row.headers,
+    filter: row.filter ?? null,
     active: row.active,
     disabled_reason: row.disabled_reason as DisabledReason | null,
     disabled_message: disabledMessage(row.disabled_reason),

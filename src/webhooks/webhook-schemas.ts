@@ -3,6 +3,7 @@ import { DISABLED_REASONS, type DisabledReason } from './disabled-reasons.js';
 import { CALLBACK_URL_MAX_LENGTH, FIXED_TOPICS, MAX_HEADERS, MAX_HEADERS_BYTES, NAME_MAX_LENGTH } from './webhook-validators.js';
 import { CODE_PATTERN, MarketplaceParams, WebhookParams } from '../http/path-params.js';
 import { DELIVERY_MODES } from './webhook-access.js';
+import { FILTER_MAX_BYTES, FILTER_MAX_DEPTH } from './filter/filter.js';
 
 /**
  * Request and response schemas of the webhook endpoints. Types and documentation live here; the
@@ -29,11 +30,17 @@ const DeliveryModeSchema = Type.Enum(DELIVERY_MODES, {
   description: '`all` (default): every notification is sent. `latest`: per entity, only the newest not yet sent: a new notification of an entity supersedes the webhook\'s waiting, retrying and held ones of that entity (status `superseded`, never sent); a send in progress finishes. For stock and price, where only the current state matters.',
   examples: ['all'],
 });
+const FILTER_DESCRIPTION =
+  `Only notifications whose body matches get a delivery (evaluated at intake); null (the default): every notification of the topic. A MongoDB-style query: keys are dotted paths into the body (\`payload.order.status\`) or \`$and\`, \`$or\` (arrays of filters), \`$not\` (a filter); a literal value is equality, an object of operators \`$eq $ne $in $nin $gt $gte $lt $lte $exists\` holds when all hold. At most ${FILTER_MAX_BYTES} bytes and ${FILTER_MAX_DEPTH} levels; no regular expressions. See docs/webhooks.md, Filters.`;
+const filterExample = { 'payload.order.status': { $in: ['APRO', 'PROC'] }, 'payload.order.total': { $gte: 100 } };
+const FilterObject = Type.Unsafe<Record<string, unknown>>({ type: 'object', additionalProperties: true, description: 'A filter (docs/webhooks.md, Filters).', examples: [filterExample] });
+const FilterIn = Type.Union([FilterObject, Type.Null()], { description: FILTER_DESCRIPTION, examples: [filterExample] });
+const FilterOut = Type.Union([FilterObject, Type.Null()], { description: FILTER_DESCRIPTION });
 
 export { MarketplaceParams, WebhookParams };
 
 export const CreateWebhookBody = Type.Object(
-  { code: Code, name: Name, topic: Topic, callback_url: CallbackUrl, seller_id: Type.Optional(SellerIdIn), headers: Type.Optional(Headers), delivery_mode: Type.Optional(DeliveryModeSchema) },
+  { code: Code, name: Name, topic: Topic, callback_url: CallbackUrl, seller_id: Type.Optional(SellerIdIn), headers: Type.Optional(Headers), delivery_mode: Type.Optional(DeliveryModeSchema), filter: Type.Optional(FilterIn) },
   {
     additionalProperties: false,
     examples: [{ code: 'orders-main', name: 'Orders to ERP', topic: 'order/status_change/paid', callback_url: 'https://erp.example.com/hooks/plaza', seller_id: '42', headers: exampleHeaders }],
@@ -47,6 +54,7 @@ export const UpdateWebhookBody = Type.Object(
     seller_id: Type.Optional(SellerIdIn),
     headers: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'Replaces the whole map of headers.' })),
     delivery_mode: Type.Optional(DeliveryModeSchema),
+    filter: Type.Optional(Type.Union([FilterObject, Type.Null()], { description: 'Replaces the filter; null removes it (every notification of the topic).' })),
     active: Type.Optional(Type.Boolean({ description: '`false` pauses: events that match meanwhile are recorded as held deliveries. `true` resumes (or re-enables a webhook the delivery disabled, clearing the reason): held deliveries go out in order and waiting retries are due at once.' })),
   },
   {
@@ -61,6 +69,7 @@ const listItemProperties = { code: Code, name: Name, topic: Topic, callback_url:
 const webhookProperties = {
   ...listItemProperties,
   seller_id: SellerIdOut,
+  filter: FilterOut,
   active: Type.Boolean({ description: 'False once paused (PATCH active=false: matching events are held) or disabled by the delivery (lasting failures or a 410: nothing is recorded).' }),
   disabled_reason: Type.Union([Type.Enum(Object.keys(DISABLED_REASONS) as DisabledReason[]), Type.Null()], {
     description: 'Why it is disabled, as a code (null while active): disabled_by_user (a pause: matching events are held), receiver_gone (410), failing_too_long, tenant_deactivated (its seller or marketplace is deactivated: matching events are held until it is activated again).',
@@ -81,6 +90,7 @@ const exampleWebhook = {
   seller_id: '42',
   callback_url: 'https://erp.example.com/hooks/plaza',
   headers: exampleHeaders,
+  filter: null,
   active: true,
   disabled_reason: null,
   disabled_message: null,
@@ -117,4 +127,19 @@ export const ListQuery = Type.Object(
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: DEFAULT_PAGE_SIZE, description: 'Page size (1–100).' })),
     cursor: Type.Optional(Type.String({ maxLength: 400, description: 'Opaque position from the `Link rel="next"` header.' })),
   },
+);
+
+export const FilterTestBody = Type.Object(
+  {
+    filter: Type.Unsafe<Record<string, unknown>>({ type: 'object', additionalProperties: true, description: 'The filter to test, as a webhook\'s `filter`.' }),
+    notification: Type.Unsafe<Record<string, unknown>>({ type: 'object', additionalProperties: true, description: 'A notification body, as a receiver gets it (the portal\'s event catalogue has one per topic).' }),
+  },
+  {
+    additionalProperties: false,
+    examples: [{ filter: { 'payload.order.status': 'APRO' }, notification: { seller_id: 42, topic_path: 'order/MKT/update', entity_id: 'ORD-1', payload: { order: { reference_order: 'ORD-1', status: 'APRO' }, state_from: null, state_to: null, author: 'system' } } }],
+  },
+);
+export const FilterTestResult = Type.Object(
+  { matches: Type.Boolean({ description: 'Whether a webhook with this filter would get this notification.' }) },
+  { additionalProperties: false, examples: [{ matches: true }] },
 );

@@ -19,6 +19,7 @@ export interface NewWebhook {
   headersEncrypted: string | null;
   secretEncrypted: string;
   deliveryMode: DeliveryMode;
+  filter: Record<string, unknown> | null;
   now: Date;
 }
 
@@ -49,11 +50,14 @@ export async function insertWebhook(tx: Queryable, webhook: NewWebhook, limit: n
   }
   try {
     const { rows } = await tx.query<WebhookRow>(
-      `INSERT INTO webhooks (tenant_kind, tenant_id, marketplace_code, code, name, topic, callback_url, seller_id, headers, headers_encrypted, secret_encrypted, created_at, updated_at, delivery_mode)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '{}'::jsonb, $9, $10, $11, $11, $12)
+      `INSERT INTO webhooks (tenant_kind, tenant_id, marketplace_code, code, name, topic, callback_url, seller_id, headers, headers_encrypted, secret_encrypted, created_at, updated_at, delivery_mode, filter)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '{}'::jsonb, $9, $10, $11, $11, $12, $13::jsonb)
        ON CONFLICT ON CONSTRAINT ${WEBHOOK_CODE_CONSTRAINT} DO NOTHING
        RETURNING *`,
-      [tenant.kind, tenant.id, marketplaceCode, code, webhook.name, webhook.topic, webhook.callbackUrl, webhook.sellerId, webhook.headersEncrypted, webhook.secretEncrypted, webhook.now, webhook.deliveryMode],
+      [
+        tenant.kind, tenant.id, marketplaceCode, code, webhook.name, webhook.topic, webhook.callbackUrl, webhook.sellerId, webhook.headersEncrypted, webhook.secretEncrypted, webhook.now,
+        webhook.deliveryMode, webhook.filter === null ? null : JSON.stringify(webhook.filter),
+      ],
     );
     if (!rows[0]) throw codeTaken(code);
     return rows[0];
@@ -86,7 +90,12 @@ export interface ListPage {
  * Ordered by code (byte order: the column is COLLATE "C"), then id, since codes repeat across
  * tenants in an admin's list; one extra row tells whether there is a next page.
  */
-export async function listWebhooks(db: Queryable, page: ListPage): Promise<{ rows: WebhookRow[]; hasMore: boolean }> {
+/**
+ * The conditions of a page and their parameters: $1 the marketplace, $2 the limit + 1 (one more
+ * row tells whether there is a next page), then the tenant's, the link scope's and the cursor's.
+ * Shared by listWebhooks and the list route's read (webhook-list.ts), which appends its own.
+ */
+export function listConditions(page: ListPage): { where: string[]; params: unknown[] } {
   const params: unknown[] = [page.marketplaceCode, page.limit + 1];
   const where = ['marketplace_code = $1'];
   if (page.tenant) {
@@ -105,6 +114,11 @@ export async function listWebhooks(db: Queryable, page: ListPage): Promise<{ row
     params.push(page.after.code, page.after.id);
     where.push(`(code, id) > ($${params.length - 1}, $${params.length})`);
   }
+  return { where, params };
+}
+
+export async function listWebhooks(db: Queryable, page: ListPage): Promise<{ rows: WebhookRow[]; hasMore: boolean }> {
+  const { where, params } = listConditions(page);
   const { rows } = await db.query<WebhookRow>(
     `SELECT * FROM webhooks WHERE ${where.join(' AND ')} ORDER BY code, id LIMIT $2`,
     params,
@@ -120,6 +134,8 @@ export interface WebhookChanges {
   headersEncrypted?: string | null;
   active?: boolean;
   deliveryMode?: DeliveryMode;
+  /** A checked filter, null to remove it; undefined keeps it. */
+  filter?: Record<string, unknown> | null;
 }
 
 export const DISABLED_BY_USER: DisabledReason = 'disabled_by_user';
@@ -141,6 +157,7 @@ export async function updateWebhook(db: Queryable, id: number, changes: WebhookC
         disabled_reason = CASE WHEN $6 IS TRUE THEN NULL WHEN $6 IS FALSE AND active THEN $8 ELSE disabled_reason END,
         disabled_at = CASE WHEN $6 IS TRUE THEN NULL WHEN $6 IS FALSE AND active THEN $7 ELSE disabled_at END,
         failing_since = CASE WHEN $6 IS TRUE THEN NULL ELSE failing_since END,
+        filter = CASE WHEN $11 THEN $12::jsonb ELSE filter END,
         updated_at = $7
       WHERE id = $1
       RETURNING *`,
@@ -155,6 +172,8 @@ export async function updateWebhook(db: Queryable, id: number, changes: WebhookC
       DISABLED_BY_USER,
       changes.headersEncrypted !== undefined,
       changes.deliveryMode ?? null,
+      changes.filter !== undefined,
+      changes.filter === undefined || changes.filter === null ? null : JSON.stringify(changes.filter),
     ],
   );
   return rows[0];

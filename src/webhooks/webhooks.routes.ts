@@ -6,13 +6,13 @@ import { principalOf } from '../http/principal.js';
 import { AppError } from '../http/errors.js';
 import { problemResponses, responseHeaders } from '../http/openapi.js';
 import { decodeCursor, encodeCursor, toWebhookListItem, toWebhookResponse } from './webhook-presenter.js';
-import { assertMarketplaceAccess, loadWebhookForPrincipal, tenantOf } from './webhook-access.js';
+import { loadWebhookForPrincipal } from './webhook-access.js';
 import { withOpenHeaders } from '../keys/header-box.js';
 import {
-  CreatedWebhook, CreateWebhookBody, DEFAULT_PAGE_SIZE, ListQuery, MarketplaceParams, RotatedSecret, UpdateWebhookBody, Webhook, WebhookList, WebhookParams,
+  CreatedWebhook, CreateWebhookBody, DEFAULT_PAGE_SIZE, FilterTestBody, FilterTestResult, ListQuery, MarketplaceParams, RotatedSecret, UpdateWebhookBody, Webhook, WebhookList, WebhookParams,
 } from './webhook-schemas.js';
-import { changeWebhook, createWebhook, removeWebhook, rotateSecret, webhookSettings, type WebhookSettings } from './webhooks.service.js';
-import { listWebhooks } from './webhooks.repository.js';
+import { changeWebhook, createWebhook, removeWebhook, rotateSecret, testFilter, webhookSettings, type WebhookSettings } from './webhooks.service.js';
+import { readWebhookPage } from './webhook-list.js';
 import { apiActor } from './webhook-history.js';
 import { nextPageLink } from '../http/pagination.js';
 import { countHeldDeliveries } from './deliveries.repository.js';
@@ -40,6 +40,8 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
   const settings: WebhookSettings = webhookSettings(deps);
   // onRequest: a request without a valid token is 401 before its body is even looked at.
   const onRequest = authenticate(deps);
+  // The list reads the tenant's state in its one statement (webhook-list.ts).
+  const onListRequest = authenticate(deps, { tenantStateReadByRoute: true });
 
   app.post(
     '/v1/:marketplace_code/webhooks',
@@ -49,7 +51,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
         operationId: 'createWebhook',
         tags: TAGS,
         summary: 'Create a webhook',
-        description: 'Subscribes a callback URL to a topic in one marketplace, as the caller\'s tenant (its seller, its marketplace, or the admins). Returns the webhook with its signing secret, which is shown only here and on rotation.',
+        description: 'Subscribes a callback URL to a topic in one marketplace, as the caller\'s tenant (its seller, its marketplace, or the admins), optionally with a `filter` on the notification body. Returns the webhook with its signing secret, which is shown only here and on rotation.',
         security: SECURITY,
         params: MarketplaceParams,
         body: CreateWebhookBody,
@@ -65,10 +67,31 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
     },
   );
 
+  app.post(
+    '/v1/:marketplace_code/webhooks/filter-test',
+    {
+      onRequest,
+      schema: {
+        operationId: 'testWebhookFilter',
+        tags: TAGS,
+        summary: 'Test a filter on a sample notification',
+        description: 'Answers whether a webhook with this `filter` would get this notification body; nothing is stored or sent. The same access as creating a webhook in the marketplace. An invalid filter is 400 `validation_failed` naming its path (`body.filter.…`), as on create.',
+        security: SECURITY,
+        params: MarketplaceParams,
+        body: FilterTestBody,
+        response: { 200: FilterTestResult, ...problemResponses(400, 401, 404) },
+      },
+    },
+    async (request) => {
+      const { marketplace_code: marketplaceCode } = request.params;
+      return { matches: await testFilter(db, principalOf(request), marketplaceCode, request.body) };
+    },
+  );
+
   app.get(
     '/v1/:marketplace_code/webhooks',
     {
-      onRequest,
+      onRequest: onListRequest,
       schema: {
         operationId: 'listWebhooks',
         tags: TAGS,
@@ -88,13 +111,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
       const { marketplace_code: marketplaceCode } = request.params;
       const limit = request.query.limit ?? DEFAULT_PAGE_SIZE;
       const after = request.query.cursor === undefined ? undefined : decodeCursor(request.query.cursor);
-      await assertMarketplaceAccess(db, principal, marketplaceCode);
-      const page = await listWebhooks(db, {
-        tenant: principal.role === 'admin' ? undefined : tenantOf(principal),
-        marketplaceCode,
-        limit,
-        after,
-      });
+      const page = await readWebhookPage(db, request, principal, marketplaceCode, { limit, after });
       const last = page.rows.at(-1);
       if (page.hasMore && last) {
         reply.header('link', nextPageLink(request, encodeCursor(last)));
@@ -133,7 +150,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app,
         operationId: 'updateWebhook',
         tags: TAGS,
         summary: 'Update a webhook',
-        description: 'Changes any of name, callback_url, seller_id, headers (replaces the whole map) and active. `code` and `topic` cannot be changed (400 `immutable_field`).',
+        description: 'Changes any of name, callback_url, seller_id, headers (replaces the whole map), filter (null removes it) and active. `code` and `topic` cannot be changed (400 `immutable_field`).',
         security: SECURITY,
         params: WebhookParams,
         body: UpdateWebhookBody,

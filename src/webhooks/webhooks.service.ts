@@ -12,6 +12,7 @@ import { assertMarketplaceAccess, loadWebhookForPrincipal, tenantOf, DELIVERY_MO
 import { ALL_SELLERS, checkCallbackUrl, checkCode, checkHeaders, checkName, normalizeSellerId, normalizeTopic, type Checked } from './webhook-validators.js';
 import { deleteWebhook, insertWebhook, isSellerConnected, rotateWebhookSecret, updateWebhook, type WebhookChanges } from './webhooks.repository.js';
 import { changedFields, createdFields, recordWebhookHistory, type WebhookActor } from './webhook-history.js';
+import { checkFilter, matchesFilter } from './filter/filter.js';
 
 export interface WebhookSettings {
   secretsKey: Buffer;
@@ -38,6 +39,7 @@ export interface CreateWebhookInput {
   seller_id?: string | number;
   headers?: Record<string, string>;
   delivery_mode?: string;
+  filter?: Record<string, unknown> | null;
 }
 
 export interface UpdateWebhookInput {
@@ -47,6 +49,7 @@ export interface UpdateWebhookInput {
   headers?: Record<string, string>;
   active?: boolean;
   delivery_mode?: string;
+  filter?: Record<string, unknown> | null;
 }
 
 /** Collects one FieldError per bad field, so a client sees every problem at once. */
@@ -70,6 +73,13 @@ class FieldChecks {
     if (value === undefined || (DELIVERY_MODES as readonly string[]).includes(value)) return value as DeliveryMode | undefined;
     this.errors.push({ field: 'body.delivery_mode', message: `must be one of ${DELIVERY_MODES.join(', ')}` });
     return undefined;
+  }
+  /** A filter (null: none), each problem named by its path under `body.filter`. */
+  filter(value: Record<string, unknown> | null): Record<string, unknown> | null | undefined {
+    if (value === null) return null;
+    const problems = checkFilter(value);
+    for (const problem of problems) this.errors.push({ field: problem.path === '' ? 'body.filter' : `body.filter.${problem.path}`, message: problem.message });
+    return problems.length === 0 ? value : undefined;
   }
   throwIfAny(): void {
     if (this.errors.length > 0) {
@@ -120,6 +130,7 @@ export async function createWebhook(db: Database, principal: Principal, marketpl
   const sellerId = checks.take('body.seller_id', normalizeSellerId(input.seller_id ?? ALL_SELLERS));
   const headers = checks.headers(input.headers ?? {});
   const deliveryMode = checks.deliveryMode(input.delivery_mode);
+  const filter = checks.filter(input.filter ?? null);
   checks.throwIfAny();
   const owner = tenantOf(principal);
   await assertSellerIdAllowed(db, principal, owner, marketplaceCode, sellerId!);
@@ -138,6 +149,7 @@ export async function createWebhook(db: Database, principal: Principal, marketpl
       headersEncrypted: sealHeaders(settings.secretsKey, headers!),
       secretEncrypted: encryptSecret(settings.secretsKey, secret),
       deliveryMode: deliveryMode ?? 'all',
+      filter: filter!,
       now,
     }, settings.limitPerTenant);
     // The headers in clear are the ones just sealed: no need to open them again.
@@ -159,6 +171,7 @@ export async function changeWebhook(db: Database, principal: Principal, marketpl
   const headers = input.headers === undefined ? undefined : checks.headers(input.headers);
   if (input.active !== undefined) changes.active = input.active;
   if (input.delivery_mode !== undefined) changes.deliveryMode = checks.deliveryMode(input.delivery_mode);
+  if (input.filter !== undefined) changes.filter = checks.filter(input.filter);
   checks.throwIfAny();
   if (headers !== undefined) changes.headersEncrypted = sealHeaders(settings.secretsKey, headers);
   if (changes.sellerId !== undefined) {
@@ -211,4 +224,16 @@ export async function removeWebhook(db: Database, principal: Principal, marketpl
     return true;
   });
   if (!deleted) throw notFound('The webhook does not exist.');
+}
+
+/**
+ * Whether a filter matches a sample notification: for a subscriber writing one. The same access as
+ * creating a webhook in the marketplace; an invalid filter is 400 naming its path, as on create.
+ */
+export async function testFilter(db: Queryable, principal: Principal, marketplaceCode: string, input: { filter: Record<string, unknown>; notification: Record<string, unknown> }): Promise<boolean> {
+  await assertMarketplaceAccess(db, principal, marketplaceCode);
+  const checks = new FieldChecks();
+  const filter = checks.filter(input.filter);
+  checks.throwIfAny();
+  return matchesFilter(filter!, input.notification);
 }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { decryptSecret } from '../keys/secret-box.js';
-import { actor, assertProblem, call, createWebhookAs, seedConnection, seedMarketplace, webhookBody, type Actor } from './webhook-test-kit.js';
+import { actor, assertProblem, call, createWebhookAs, seedConnection, seedMarketplace, webhookBody, type Actor } from '../testing/webhooks.js';
 
 describe('webhooks API', () => {
   let ctx: TestContext;
@@ -33,7 +33,7 @@ describe('webhooks API', () => {
     assert.equal(response.headers.location, '/v1/mlb/webhooks/create-1');
     assert.equal(response.headers['cache-control'], 'no-store');
     const body = response.json();
-    assert.deepEqual(Object.keys(body).sort(), ['active', 'callback_url', 'code', 'created_at', 'delivery_mode', 'disabled_at', 'disabled_message', 'disabled_reason', 'failing_since', 'headers', 'held_count', 'last_success_at', 'name', 'secret', 'seller_id', 'topic', 'updated_at']);
+    assert.deepEqual(Object.keys(body).sort(), ['active', 'callback_url', 'code', 'created_at', 'delivery_mode', 'disabled_at', 'disabled_message', 'disabled_reason', 'failing_since', 'filter', 'headers', 'held_count', 'last_success_at', 'name', 'secret', 'seller_id', 'topic', 'updated_at']);
     assert.equal(body.code, 'create-1');
     assert.equal(body.name, 'Orders to ERP');
     assert.equal(body.seller_id, '*');

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { projectRoot } from '../../src/paths.js';
 
-// package.json's `files` lists what is published by exclusion: a new test helper beside the code
-// (`*-test-kit.ts`, `test-support.ts`) would ship unless this holds the line.
+// package.json's `files` lists what is published by exclusion (tests and src/testing/): a test
+// helper put beside the code would ship unless this holds the line (npm run lint fails on one too).
 
 test('the npm package holds no test, test kit or fixture', () => {
   const output = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: projectRoot, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:net';
 import { after, describe, test } from 'node:test';
-import { createFreshDatabase, SHARED_POSTGRES_URL, type FreshDatabase } from '../support/databases.js';
-import { report } from '../support/plaza-api.js';
-import { freePort, killAllPlaza, runCli, sharedKeyEnv, startPlaza } from '../support/plaza-process.js';
+import { createFreshDatabase, SHARED_POSTGRES_URL, type FreshDatabase } from '../../src/testing/fresh-database.js';
+import { report } from '../../src/testing/plaza-api.js';
+import { freePort, killAllPlaza, runPlaza, sharedKeyEnv, startPlaza } from '../../src/testing/plaza-process.js';
 import { withDatabase } from '../../src/testing/test-database.js';
 
 /** `plaza serve` as operators run it: its listeners, and how it refuses to start (issue 13, items 5 and 14). */
@@ -49,7 +49,7 @@ describe('plaza serve processes', () => {
   const refusal = async (env: Record<string, string>, cause: RegExp) => {
     const started = Date.now();
     // HOST and PORT are set: the refusal must come before anything listens.
-    const run = await runCli({ ...sharedKeyEnv(), HOST: '127.0.0.1', PORT: String(await freePort()), ...env }, ['serve']);
+    const run = await runPlaza({ ...sharedKeyEnv(), HOST: '127.0.0.1', PORT: String(await freePort()), ...env }, ['serve']);
     const lines = run.stderr.trim().split('\n');
     assert.equal(run.code, 2, run.stderr);
     assert.equal(lines.length, 1, `one line, not a stack:\n${run.stderr}`);
@@ -73,7 +73,7 @@ describe('plaza serve processes', () => {
     const busy = createServer();
     servers.push(busy);
     const port = await new Promise<number>((resolve) => busy.listen(0, '127.0.0.1', () => resolve((busy.address() as { port: number }).port)));
-    const run = await runCli({ DATABASE_URL: database.url, ...sharedKeyEnv(), HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info' }, ['serve']);
+    const run = await runPlaza({ DATABASE_URL: database.url, ...sharedKeyEnv(), HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info' }, ['serve']);
     assert.equal(run.code, 2, run.stderr);
     assert.match(run.stderr.trim(), new RegExp(`^plaza: cannot listen on 127\\.0\\.0\\.1:${port}: the port is already in use`, 'm'));
     assert.doesNotMatch(run.stdout, /delivery worker started/);

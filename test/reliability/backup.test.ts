@@ -7,10 +7,11 @@ import { gunzipSync } from 'node:zlib';
 import { signatureMatches } from '../../src/delivery/dispatch/signature.js';
 import { OTHER_STRONG_PASSWORD, STRONG_PASSWORD } from '../../src/testing/fixtures.js';
 import { secretKeyBytes } from '../../src/keys/secret-box.js';
-import { call, createWebhook, login, orderEvent, report, sendEvent } from '../support/plaza-api.js';
-import { killAllPlaza, runCli, sharedKeyEnv, startPlaza, type PlazaProcess } from '../support/plaza-process.js';
-import { postmastersUnder } from '../support/postmasters.js';
-import { Receiver, waitFor } from '../support/receiver.js';
+import { call, createWebhook, login, orderEvent, report, sendEvent } from '../../src/testing/plaza-api.js';
+import { killAllPlaza, runPlaza, sharedKeyEnv, startPlaza, type PlazaProcess } from '../../src/testing/plaza-process.js';
+import { postmastersUnder } from '../../src/testing/postmasters.js';
+import { Receiver } from '../../src/testing/receiver.js';
+import { waitFor } from '../../src/testing/wait.js';
 
 const root = mkdtempSync(join(tmpdir(), 'plaza-rel-backup-'));
 // Run as root, the server runs as the `postgres` user, which must be able to reach DATA_DIR below this.
@@ -37,34 +38,34 @@ describe('plaza backup and restore on the embedded server', () => {
     await receiver.up();
     plaza = await startPlaza(env);
     for (const args of [['marketplaces', 'add', 'MKT', '--name', 'Market'], ['sellers', 'add', '1', '--name', 'Seller'], ['connections', 'add', '--seller', '1', '--marketplace', 'MKT']]) {
-      const result = await runCli(env, args);
+      const result = await runPlaza(env, args);
       assert.equal(result.code, 0, result.stderr);
     }
-    assert.equal((await runCli(env, ['users', 'add', 'alice', '--seller', '1', '--role', 'admin'], `${STRONG_PASSWORD}\n`)).code, 0);
+    assert.equal((await runPlaza(env, ['users', 'add', 'alice', '--seller', '1', '--role', 'admin'], `${STRONG_PASSWORD}\n`)).code, 0);
     const { token } = await login(plaza.url, 'alice', STRONG_PASSWORD);
-    const hook = await createWebhook(plaza.url, token, 'MKT', { code: 'orders', topic: 'order/update', callback_url: receiver.url });
+    const hook = await createWebhook(plaza.url, token, 'MKT', { code: 'orders', topic: 'order/update', callback_url: receiver.url() });
     const secret = (hook.json as { secret: string }).secret;
     for (let i = 0; i < 20; i++) assert.equal((await sendEvent(plaza.url, token, 'MKT', orderEvent(1, `ORD-${i}`, 1))).status, 202);
-    await waitFor(() => receiver.distinctIds().size >= 20, 60_000, () => `delivered ${receiver.distinctIds().size} of 20`);
+    await waitFor(() => receiver.distinctIds().size >= 20, { timeoutMs: 60_000, message: () => `delivered ${receiver.distinctIds().size} of 20` });
 
     const started = Date.now();
-    const backup = await runCli(env, ['backup', file]);
+    const backup = await runPlaza(env, ['backup', file]);
     const backupMs = Date.now() - started;
     assert.equal(backup.code, 0, backup.stderr);
     assert.equal(statSync(file).mode & 0o777, 0o600);
     assert.ok(plaza.isRunning(), 'the service kept running during the backup');
 
-    const refused = await runCli(env, ['restore', file]);
+    const refused = await runPlaza(env, ['restore', file]);
     assert.equal(refused.code, 2);
     assert.match(refused.stderr, new RegExp(`Refusing to restore: .* in use by process ${plaza.child.pid}\\b`));
 
     // After the backup: a user and events that the restore must take away.
-    assert.equal((await runCli(env, ['users', 'add', 'bob', '--seller', '1'], `${OTHER_STRONG_PASSWORD}\n`)).code, 0);
+    assert.equal((await runPlaza(env, ['users', 'add', 'bob', '--seller', '1'], `${OTHER_STRONG_PASSWORD}\n`)).code, 0);
     for (let i = 20; i < 25; i++) assert.equal((await sendEvent(plaza.url, token, 'MKT', orderEvent(1, `ORD-${i}`, 1))).status, 202);
     assert.equal((await plaza.kill('SIGTERM')).code, 0);
 
     const restoreStarted = Date.now();
-    const restored = await runCli(env, ['restore', file]);
+    const restored = await runPlaza(env, ['restore', file]);
     const restoreMs = Date.now() - restoreStarted;
     assert.equal(restored.code, 0, restored.stderr);
     assert.match(restored.stdout, /Restored .* rows\./);
@@ -72,7 +73,7 @@ describe('plaza backup and restore on the embedded server', () => {
     assert.equal(existsSync(join(dataDir, 'postgres.state.json')), false);
     // A second backup of the restored database counts exactly the rows of the first (events, deliveries, users…).
     const check = join(root, 'check.backup.gz');
-    assert.equal((await runCli(env, ['backup', check])).code, 0);
+    assert.equal((await runPlaza(env, ['backup', check])).code, 0);
     const counts = (path: string) => Object.fromEntries(manifestOf(path).tables.map((t) => [t.name, t.rows]));
     assert.deepEqual(counts(check), counts(file));
     assert.ok(counts(file).deliveries! >= 20 && counts(file).events! >= 20);
@@ -84,7 +85,7 @@ describe('plaza backup and restore on the embedded server', () => {
     // with the restored, still decryptable webhook secret.
     const before = receiver.requests.length;
     assert.equal((await sendEvent(plaza.url, again.token, 'MKT', orderEvent(1, 'ORD-after', 1))).status, 202);
-    await waitFor(() => receiver.requests.length > before, 60_000, 'the event after the restore was not delivered');
+    await waitFor(() => receiver.requests.length > before, { timeoutMs: 60_000, message: 'the event after the restore was not delivered' });
     const request = receiver.requests.at(-1)!;
     const signed = signatureMatches(String(request.headers['webhook-signature']), secretKeyBytes(secret), String(request.headers['webhook-id']), Number(request.headers['webhook-timestamp']), request.body);
     assert.ok(signed, 'signed with the secret created before the backup');

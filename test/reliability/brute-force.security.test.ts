@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { migrate } from '../../src/db/migrate.js';
-import { createFreshDatabase, type FreshDatabase } from '../support/databases.js';
-import { call, inParallel, report, scaled, seedTenant, type ApiResponse } from '../support/plaza-api.js';
-import { killAllPlaza, sharedKeyEnv, startPlaza, type PlazaProcess } from '../support/plaza-process.js';
+import { createFreshDatabase, type FreshDatabase } from '../../src/testing/fresh-database.js';
+import { call, inParallel, report, scaled, seedTenant, type ApiResponse } from '../../src/testing/plaza-api.js';
+import { killAllPlaza, sharedKeyEnv, startPlaza, type PlazaProcess } from '../../src/testing/plaza-process.js';
 
 // The documented defaults (docs/authentication.md, src/config.ts).
 const FREE_PER_USER_IP = 3;

@@ -8,10 +8,11 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { isAlive } from '../../src/db/embedded/processes.js';
 import { STRONG_PASSWORD } from '../../src/testing/fixtures.js';
-import { call, createWebhook, inParallel, login, orderEvent, report, scaled, sendEvent } from '../support/plaza-api.js';
-import { freePort, killAllPlaza, runCli, sharedKeyEnv, startPlaza, type PlazaProcess } from '../support/plaza-process.js';
-import { postmastersUnder } from '../support/postmasters.js';
-import { Receiver, waitFor } from '../support/receiver.js';
+import { call, createWebhook, inParallel, login, orderEvent, report, scaled, sendEvent } from '../../src/testing/plaza-api.js';
+import { freePort, killAllPlaza, runPlaza, sharedKeyEnv, startPlaza, type PlazaProcess } from '../../src/testing/plaza-process.js';
+import { postmastersUnder } from '../../src/testing/postmasters.js';
+import { Receiver } from '../../src/testing/receiver.js';
+import { waitFor } from '../../src/testing/wait.js';
 
 const EVENTS = scaled(200);
 const root = mkdtempSync(join(tmpdir(), 'plaza-rel-embedded-'));
@@ -52,10 +53,10 @@ describe('the embedded PostgreSQL server', () => {
 
     // The CLI while the server runs: it connects to the running server.
     for (const args of [['marketplaces', 'add', 'MKT', '--name', 'Market'], ['sellers', 'add', '1', '--name', 'Seller'], ['connections', 'add', '--seller', '1', '--marketplace', 'MKT']]) {
-      const result = await runCli(env, args);
+      const result = await runPlaza(env, args);
       assert.equal(result.code, 0, result.stderr);
     }
-    const added = await runCli(env, ['users', 'add', 'alice', '--seller', '1'], `${STRONG_PASSWORD}\n`);
+    const added = await runPlaza(env, ['users', 'add', 'alice', '--seller', '1'], `${STRONG_PASSWORD}\n`);
     assert.equal(added.code, 0, added.stderr);
     await login(plaza.url, 'alice', STRONG_PASSWORD);
 
@@ -63,7 +64,7 @@ describe('the embedded PostgreSQL server', () => {
     await login(api.url, 'alice', STRONG_PASSWORD);
     assert.equal((await api.kill('SIGTERM')).code, 0);
 
-    const second = await runCli({ ...env, PORT: String(await freePort()) }, ['serve']);
+    const second = await runPlaza({ ...env, PORT: String(await freePort()) }, ['serve']);
     assert.equal(second.code, 2, second.stderr);
     assert.match(second.stderr, new RegExp(`already run by process ${plaza.child.pid}\\b`));
     assert.ok(plaza.isRunning(), 'the owner keeps running');
@@ -75,7 +76,7 @@ describe('the embedded PostgreSQL server', () => {
     await receiver.up();
     await receiver.down();
     const { token } = await login(plaza.url, 'alice', STRONG_PASSWORD);
-    await createWebhook(plaza.url, token, 'MKT', { code: 'orders', topic: 'order/update', callback_url: receiver.url });
+    await createWebhook(plaza.url, token, 'MKT', { code: 'orders', topic: 'order/update', callback_url: receiver.url() });
     const accepted = await inParallel(Array.from({ length: EVENTS }, (_, i) => i), 4, async (i) => {
       const response = await sendEvent(plaza.url, token, 'MKT', orderEvent(1, `ORD-${i}`, 1));
       assert.equal(response.status, 202, response.text);
@@ -90,7 +91,7 @@ describe('the embedded PostgreSQL server', () => {
     assert.match(plaza.output(), /adopting the embedded PostgreSQL server/);
     assert.doesNotMatch(plaza.output(), /initialised/, 'a later start reuses the cluster');
     assert.equal(state(dataDir).postmasterPid, orphan);
-    await waitFor(() => receiver!.distinctIds().size >= accepted.length, 120_000, () => `delivered ${receiver!.distinctIds().size} of ${accepted.length}`);
+    await waitFor(() => receiver!.distinctIds().size >= accepted.length, { timeoutMs: 120_000, message: () => `delivered ${receiver!.distinctIds().size} of ${accepted.length}` });
     const delivered = new Set(receiver.requests.map((r) => (r.json as { entity_id: string }).entity_id));
     const lost = accepted.filter((entity) => !delivered.has(entity));
     assert.deepEqual(lost, []);
@@ -108,7 +109,7 @@ describe('the embedded PostgreSQL server', () => {
       assert.equal(response.status, 202, response.text);
       return `CRASH-${i}`;
     });
-    await waitFor(() => receiver!.requests.length >= 20, 60_000, () => `only ${receiver!.requests.length} arrived`);
+    await waitFor(() => receiver!.requests.length >= 20, { timeoutMs: 60_000, message: () => `only ${receiver!.requests.length} arrived` });
     const arrivedBeforeKill = receiver!.distinctIds().size;
     const postmaster = state(dataDir).postmasterPid;
     const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(postmaster)], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
@@ -120,16 +121,16 @@ describe('the embedded PostgreSQL server', () => {
       const response = await call(plaza.url, 'POST', '/api/v2/auth/login', { body });
       if (response.status === 503) unavailable ??= { status: 503, retryAfter: response.headers.get('retry-after') };
       return unavailable !== undefined && response.status === 200;
-    }, 120_000, () => `no 503 then recovery; output:\n${plaza.output().slice(-3000)}`);
+    }, { timeoutMs: 120_000, message: () => `no 503 then recovery; output:\n${plaza.output().slice(-3000)}` });
     assert.equal(unavailable?.retryAfter, '5');
     assert.ok(plaza.isRunning());
     // The server accepts connections a moment before Plaza's wait for it returns and logs: a login
     // can succeed before the line is written.
-    await waitFor(() => /the embedded PostgreSQL server is running again/.test(plaza.output()), 10_000, () => `no "running again" line; output:\n${plaza.output().slice(-3000)}`);
+    await waitFor(() => /the embedded PostgreSQL server is running again/.test(plaza.output()), { timeoutMs: 10_000, message: () => `no "running again" line; output:\n${plaza.output().slice(-3000)}` });
     assert.notEqual(state(dataDir).postmasterPid, postmaster);
 
     const arrived = () => new Set(receiver!.requests.map((r) => (r.json as { entity_id: string }).entity_id));
-    await waitFor(() => accepted.every((entity) => arrived().has(entity)), 120_000, () => `delivered ${accepted.filter((entity) => arrived().has(entity)).length} of ${accepted.length}`);
+    await waitFor(() => accepted.every((entity) => arrived().has(entity)), { timeoutMs: 120_000, message: () => `delivered ${accepted.filter((entity) => arrived().has(entity)).length} of ${accepted.length}` });
     const lost = accepted.filter((entity) => !arrived().has(entity));
     assert.deepEqual(lost, []);
     receiver!.setDelay(0);
@@ -148,7 +149,7 @@ describe('the embedded PostgreSQL server', () => {
     await login(plaza.url, 'alice', STRONG_PASSWORD);
     assert.equal((await plaza.kill('SIGTERM')).code, 0);
 
-    const cli = await runCli(env, ['users', 'set-active', 'alice', 'false']);
+    const cli = await runPlaza(env, ['users', 'set-active', 'alice', 'false']);
     assert.equal(cli.code, 0, cli.stderr);
     assert.deepEqual(postmasters(), [], 'the CLI stops the server it started');
     report('embedded restart', { restartToReadyMs: restartMs });
@@ -157,7 +158,7 @@ describe('the embedded PostgreSQL server', () => {
   test('a DATA_DIR or keys.json readable by others, and an old PGlite layout, stop the start with the fix', { timeout: 600_000 }, async () => {
     const ownKeys = { DATA_DIR: dataDir, PORT: String(await freePort()) };
     chmodSync(dataDir, 0o755);
-    const openDir = await runCli(ownKeys, ['migrate']);
+    const openDir = await runPlaza(ownKeys, ['migrate']);
     assert.equal(openDir.code, 2, openDir.stderr);
     assert.match(openDir.stderr, new RegExp(`${dataDir} is readable by group or others \\(mode 0755\\).*chmod 700 ${dataDir}`));
     chmodSync(dataDir, 0o700);
@@ -171,7 +172,7 @@ describe('the embedded PostgreSQL server', () => {
     assert.equal((await first.kill('SIGTERM')).code, 0);
     assert.equal(statSync(keysPath).mode & 0o777, 0o600);
     chmodSync(keysPath, 0o644);
-    const openKeys = await runCli(freshKeys, ['serve']);
+    const openKeys = await runPlaza(freshKeys, ['serve']);
     assert.equal(openKeys.code, 2, openKeys.stderr);
     assert.match(openKeys.stderr, new RegExp(`${keysPath} is readable by group or others.*chmod 600 ${keysPath}`));
     assert.deepEqual(postmasters(), []);
@@ -179,7 +180,7 @@ describe('the embedded PostgreSQL server', () => {
     const legacy = join(root, 'legacy');
     mkdirSync(join(legacy, 'pgdata'), { recursive: true, mode: 0o700 });
     chmodSync(legacy, 0o700);
-    const refused = await runCli({ DATA_DIR: legacy }, ['migrate']);
+    const refused = await runPlaza({ DATA_DIR: legacy }, ['migrate']);
     assert.equal(refused.code, 2, refused.stderr);
     assert.match(refused.stderr, /pgdata is a database of the old embedded engine \(PGlite\)/);
   });

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import { migrate } from '../../src/db/migrate.js';
-import { createFreshDatabase, type FreshDatabase } from '../support/databases.js';
-import { conforming, deeplyNested, hostileObject, RAW_BODIES, type JsonSchema, type OpenApiDocument, type Operation } from '../support/openapi-arbitraries.js';
-import { call, createWebhook, inParallel, login, orderEvent, report, scaled, seedTenant, sendEvent, type ApiResponse, type CallOptions } from '../support/plaza-api.js';
-import { killAllPlaza, sharedKeyEnv, startPlaza, type PlazaProcess } from '../support/plaza-process.js';
+import { createFreshDatabase, type FreshDatabase } from '../../src/testing/fresh-database.js';
+import { conforming, deeplyNested, hostileObject, RAW_BODIES, type JsonSchema, type OpenApiDocument, type Operation } from '../../src/testing/openapi-arbitraries.js';
+import { call, createWebhook, inParallel, login, orderEvent, report, scaled, seedTenant, sendEvent, type ApiResponse, type CallOptions } from '../../src/testing/plaza-api.js';
+import { killAllPlaza, sharedKeyEnv, startPlaza, type PlazaProcess } from '../../src/testing/plaza-process.js';
 
 const SEED = Number(process.env.PLAZA_FUZZ_SEED ?? Date.now() % 2 ** 31);
 const PER_OPERATION = scaled(80);

@@ -3,9 +3,9 @@ import { createHmac, createPublicKey, generateKeyPairSync, randomUUID } from 'no
 import { after, before, test } from 'node:test';
 import { decodeJwt, importPKCS8, SignJWT, type JWTPayload } from 'jose';
 import { migrate } from '../../src/db/migrate.js';
-import { createFreshDatabase, type FreshDatabase } from '../support/databases.js';
-import { call, login, report, seedTenant, type Tokens } from '../support/plaza-api.js';
-import { killAllPlaza, sharedKeyEnv, startPlaza, type PlazaProcess } from '../support/plaza-process.js';
+import { createFreshDatabase, type FreshDatabase } from '../../src/testing/fresh-database.js';
+import { call, login, report, seedTenant, type Tokens } from '../../src/testing/plaza-api.js';
+import { killAllPlaza, sharedKeyEnv, startPlaza, type PlazaProcess } from '../../src/testing/plaza-process.js';
 
 const b64 = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
 

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { migrate } from '../../src/db/migrate.js';
-import { createFreshDatabase, type FreshDatabase } from '../support/databases.js';
-import { call, createWebhook, deliveryCounts, inParallel, login, orderEvent, report, scaled, seedTenant, sendEvent } from '../support/plaza-api.js';
-import { killAllPlaza, sharedKeyEnv, startPlaza, type PlazaProcess } from '../support/plaza-process.js';
-import { Receiver, waitFor } from '../support/receiver.js';
+import { createFreshDatabase, type FreshDatabase } from '../../src/testing/fresh-database.js';
+import { call, createWebhook, deliveryCounts, inParallel, login, orderEvent, report, scaled, seedTenant, sendEvent } from '../../src/testing/plaza-api.js';
+import { killAllPlaza, sharedKeyEnv, startPlaza, type PlazaProcess } from '../../src/testing/plaza-process.js';
+import { Receiver } from '../../src/testing/receiver.js';
+import { waitFor } from '../../src/testing/wait.js';
 
 const EVENTS = scaled(1000);
 const WEBHOOKS = 3;
@@ -33,7 +34,7 @@ after(async () => {
 test('two API and two worker processes on one PostgreSQL deliver each notification exactly once', { timeout: 180_000 }, async () => {
   const seller = await seedTenant(database.db, { sellerId: 1, marketplaceCode: 'MKT' });
   const { token } = await login(apis[0]!.url, seller.username, seller.password);
-  for (let i = 0; i < WEBHOOKS; i++) await createWebhook(apis[i % 2]!.url, token, 'MKT', { code: `hook${i}`, topic: 'order/update', callback_url: `${receiver!.url}?w=${i}` });
+  for (let i = 0; i < WEBHOOKS; i++) await createWebhook(apis[i % 2]!.url, token, 'MKT', { code: `hook${i}`, topic: 'order/update', callback_url: `${receiver!.url()}?w=${i}` });
   // Events go to both API processes; a few entities get several events (ordered delivery across workers).
   const accepted = await inParallel(Array.from({ length: EVENTS }, (_, i) => i), 8, async (i) => {
     const response = await sendEvent(apis[i % 2]!.url, token, 'MKT', orderEvent(1, `ORD-${i % 200}`, Math.floor(i / 200) + 1, `ev-${i}`));
@@ -42,7 +43,7 @@ test('two API and two worker processes on one PostgreSQL deliver each notificati
   });
   const total = accepted.reduce((sum, n) => sum + n, 0);
   assert.equal(total, EVENTS * WEBHOOKS);
-  await waitFor(async () => (await deliveryCounts(database.db)).succeeded === total, 120_000, async () => `not all delivered: ${JSON.stringify(await deliveryCounts(database.db))}`);
+  await waitFor(async () => (await deliveryCounts(database.db)).succeeded === total, { timeoutMs: 120_000, message: async () => `not all delivered: ${JSON.stringify(await deliveryCounts(database.db))}` });
   // A late duplicate would arrive after the rows say succeeded: give it a moment to show up.
   await new Promise((resolve) => setTimeout(resolve, 500));
   assert.equal(receiver!.requests.length, total, 'exactly once: no duplicate without a fault');

@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, test } from 'node:test';
-import { createFreshDatabase, type FreshDatabase } from '../support/databases.js';
-import { call, report } from '../support/plaza-api.js';
-import { killAllPlaza, sharedKeyEnv, startPlaza } from '../support/plaza-process.js';
+import { createFreshDatabase, type FreshDatabase } from '../../src/testing/fresh-database.js';
+import { call, report } from '../../src/testing/plaza-api.js';
+import { killAllPlaza, sharedKeyEnv, startPlaza } from '../../src/testing/plaza-process.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const REDOCLY = join(ROOT, 'node_modules', '@redocly', 'cli', 'bin', 'cli.js');

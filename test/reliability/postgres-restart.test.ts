@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { migrate } from '../../src/db/migrate.js';
-import { createFreshDatabase, PrivateCluster, type FreshDatabase } from '../support/databases.js';
-import { call, createWebhook, deliveryCounts, login, orderEvent, report, seedTenant } from '../support/plaza-api.js';
-import { killAllPlaza, sharedKeyEnv, startPlaza } from '../support/plaza-process.js';
-import { Receiver, waitFor } from '../support/receiver.js';
+import { createFreshDatabase, PrivateCluster, type FreshDatabase } from '../../src/testing/fresh-database.js';
+import { call, createWebhook, deliveryCounts, login, orderEvent, report, seedTenant } from '../../src/testing/plaza-api.js';
+import { killAllPlaza, sharedKeyEnv, startPlaza } from '../../src/testing/plaza-process.js';
+import { Receiver } from '../../src/testing/receiver.js';
+import { waitFor } from '../../src/testing/wait.js';
 
 const OUTAGE_MS = 5000;
 const CONNECT_TIMEOUT_MS = 2000;
@@ -38,7 +39,7 @@ test('PostgreSQL restarted under intake and delivery load: 503 with Retry-After,
   receiver = await Receiver.start();
   const plaza = await startPlaza({ DATABASE_URL: database.url, ...sharedKeyEnv(), DATABASE_CONNECT_TIMEOUT_MS: String(CONNECT_TIMEOUT_MS) });
   const { token } = await login(plaza.url, seller.username, seller.password);
-  await createWebhook(plaza.url, token, 'MKT', { code: 'orders', topic: 'order/update', callback_url: receiver.url });
+  await createWebhook(plaza.url, token, 'MKT', { code: 'orders', topic: 'order/update', callback_url: receiver.url() });
 
   const outcomes: Outcome[] = [];
   let stoppedAt = 0;
@@ -73,16 +74,16 @@ test('PostgreSQL restarted under intake and delivery load: 503 with Retry-After,
   }
 
   async function runFault(server: PrivateCluster): Promise<void> {
-    await waitFor(() => receiver!.requests.length >= 50, 30_000, 'delivery should be running before the fault');
+    await waitFor(() => receiver!.requests.length >= 50, { timeoutMs: 30_000, message: 'delivery should be running before the fault' });
     stoppedAt = Date.now();
     server.stop();
     await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS));
     server.start();
     backAt = Date.now();
-    await waitFor(() => outcomes.some((o) => o.startedAt >= backAt && o.status === 202), 5000, () => {
+    await waitFor(() => outcomes.some((o) => o.startedAt >= backAt && o.status === 202), { timeoutMs: 5000, message: () => {
       const after = outcomes.filter((o) => o.startedAt >= backAt).map((o) => `+${o.startedAt - backAt}ms ${o.status ?? o.error} in ${o.ms}ms`);
       return `the service recovers by itself within 5 s of PostgreSQL coming back; requests since: ${after.join(', ')}\n${plaza.output().slice(-3000)}`;
-    });
+    } });
     recoveredMs = Math.min(...outcomes.filter((o) => o.startedAt >= backAt && o.status === 202).map((o) => o.startedAt + o.ms)) - backAt;
     const ready = await call(plaza.url, 'GET', '/readyz');
     assert.equal(ready.status, 200);
@@ -101,7 +102,7 @@ test('PostgreSQL restarted under intake and delivery load: 503 with Retry-After,
   assert.ok(slowest <= HANG_MS, `no request hangs past the timeout: slowest ${slowest} ms`);
 
   const accepted = outcomes.filter((o) => o.status === 202).map((o) => o.entity);
-  await waitFor(async () => (await deliveryCounts(database!.db)).succeeded === accepted.length, 60_000, async () => `not all delivered: ${JSON.stringify(await deliveryCounts(database!.db))}`);
+  await waitFor(async () => (await deliveryCounts(database!.db)).succeeded === accepted.length, { timeoutMs: 60_000, message: async () => `not all delivered: ${JSON.stringify(await deliveryCounts(database!.db))}` });
   const delivered = new Set(receiver.requests.map((r) => (r.json as { entity_id: string }).entity_id));
   const lost = accepted.filter((entity) => !delivered.has(entity));
   assert.deepEqual(lost, []);

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { migrate } from '../../src/db/migrate.js';
-import { createFreshDatabase, type FreshDatabase } from '../support/databases.js';
-import { createWebhook, deliveryCounts, inParallel, login, orderEvent, report, scaled, seedTenant, sendEvent } from '../support/plaza-api.js';
-import { killAllPlaza, sharedKeyEnv, startPlaza } from '../support/plaza-process.js';
-import { Receiver, waitFor } from '../support/receiver.js';
+import { createFreshDatabase, type FreshDatabase } from '../../src/testing/fresh-database.js';
+import { createWebhook, deliveryCounts, inParallel, login, orderEvent, report, scaled, seedTenant, sendEvent } from '../../src/testing/plaza-api.js';
+import { killAllPlaza, sharedKeyEnv, startPlaza } from '../../src/testing/plaza-process.js';
+import { Receiver } from '../../src/testing/receiver.js';
+import { waitFor } from '../../src/testing/wait.js';
 
 const OUTAGE_SECONDS = Number(process.env.PLAZA_RELIABILITY_OUTAGE_SECONDS ?? '30');
 const ENTITIES = scaled(40);
@@ -26,7 +27,7 @@ test(`a receiver down for ${OUTAGE_SECONDS} s gets everything once it is back, i
   // Retries that span the outage (1+2+4+8·5 = 47 s) without waiting minutes once it is over.
   const plaza = await startPlaza({ DATABASE_URL: database.url, ...sharedKeyEnv(), DELIVERY_RETRY_SCHEDULE: '1s,2s,4s,8s,8s,8s,8s,8s' });
   const { token } = await login(plaza.url, seller.username, seller.password);
-  await createWebhook(plaza.url, token, 'MKT', { code: 'orders', topic: 'order/update', callback_url: receiver.url });
+  await createWebhook(plaza.url, token, 'MKT', { code: 'orders', topic: 'order/update', callback_url: receiver.url() });
 
   // Sequence 1 of every entity while the receiver is up, the rest during the outage.
   const send = (sequence: number) =>
@@ -35,7 +36,7 @@ test(`a receiver down for ${OUTAGE_SECONDS} s gets everything once it is back, i
       assert.equal(response.status, 202, response.text);
     });
   await send(1);
-  await waitFor(() => receiver!.distinctIds().size === ENTITIES, 30_000, 'the first round should arrive while the receiver is up');
+  await waitFor(() => receiver!.distinctIds().size === ENTITIES, { timeoutMs: 30_000, message: 'the first round should arrive while the receiver is up' });
   await receiver.down();
   const downAt = Date.now();
   for (let sequence = 2; sequence <= PER_ENTITY; sequence++) await send(sequence);
@@ -45,7 +46,7 @@ test(`a receiver down for ${OUTAGE_SECONDS} s gets everything once it is back, i
   const backAt = Date.now();
 
   const total = ENTITIES * PER_ENTITY;
-  await waitFor(async () => (await deliveryCounts(database!.db)).succeeded === total, 60_000, async () => `not all delivered: ${JSON.stringify(await deliveryCounts(database!.db))}`);
+  await waitFor(async () => (await deliveryCounts(database!.db)).succeeded === total, { timeoutMs: 60_000, message: async () => `not all delivered: ${JSON.stringify(await deliveryCounts(database!.db))}` });
   const recoverySeconds = (Date.now() - backAt) / 1000;
   assert.equal(receiver.distinctIds().size, total, 'every notification arrives');
 

@@ -2,10 +2,11 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { Agent, request } from 'undici';
 import { migrate } from '../../src/db/migrate.js';
-import { createFreshDatabase, type FreshDatabase } from '../support/databases.js';
-import { createWebhook, deliveryCounts, login, orderEvent, report, seedTenant } from '../support/plaza-api.js';
-import { killAllPlaza, sharedKeyEnv, startPlaza } from '../support/plaza-process.js';
-import { Receiver, waitFor } from '../support/receiver.js';
+import { createFreshDatabase, type FreshDatabase } from '../../src/testing/fresh-database.js';
+import { createWebhook, deliveryCounts, login, orderEvent, report, seedTenant } from '../../src/testing/plaza-api.js';
+import { killAllPlaza, sharedKeyEnv, startPlaza } from '../../src/testing/plaza-process.js';
+import { Receiver } from '../../src/testing/receiver.js';
+import { waitFor } from '../../src/testing/wait.js';
 
 let database: FreshDatabase | undefined;
 let receiver: Receiver | undefined;
@@ -34,7 +35,7 @@ test('SIGTERM under load: in-flight requests and sends complete, nothing stays c
   const env = { DATABASE_URL: database.url, ...sharedKeyEnv() };
   const plaza = await startPlaza(env);
   const { token } = await login(plaza.url, seller.username, seller.password);
-  await createWebhook(plaza.url, token, 'MKT', { code: 'orders', topic: 'order/update', callback_url: receiver.url });
+  await createWebhook(plaza.url, token, 'MKT', { code: 'orders', topic: 'order/update', callback_url: receiver.url() });
 
   const outcomes: Outcome[] = [];
   let stopLoad = false;
@@ -62,7 +63,7 @@ test('SIGTERM under load: in-flight requests and sends complete, nothing stays c
   };
   const load = Promise.all([loader(), loader(), loader(), loader()]);
   try {
-    await waitFor(() => receiver!.pending >= 5 && outcomes.length > 50, 30_000, 'sends should be in flight before the signal');
+    await waitFor(() => receiver!.pending >= 5 && outcomes.length > 50, { timeoutMs: 30_000, message: 'sends should be in flight before the signal' });
   } catch (error) {
     stopLoad = true;
     await load;
@@ -96,7 +97,7 @@ test('SIGTERM under load: in-flight requests and sends complete, nothing stays c
   receiver.setDelay(0);
   const accepted = outcomes.filter((o) => o.status === 202).map((o) => o.entity);
   const restarted = await startPlaza(env);
-  await waitFor(async () => (await deliveryCounts(database!.db)).succeeded === accepted.length, 60_000, async () => `not all delivered: ${JSON.stringify(await deliveryCounts(database!.db))}`);
+  await waitFor(async () => (await deliveryCounts(database!.db)).succeeded === accepted.length, { timeoutMs: 60_000, message: async () => `not all delivered: ${JSON.stringify(await deliveryCounts(database!.db))}` });
   await restarted.kill('SIGTERM');
   const delivered = new Set(receiver.requests.map((r) => (r.json as { entity_id: string }).entity_id));
   const lost = accepted.filter((entity) => !delivered.has(entity));

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { migrate } from '../../src/db/migrate.js';
-import { createFreshDatabase, type FreshDatabase } from '../support/databases.js';
-import { call, login, orderEvent, report, seedTenant, sendEvent } from '../support/plaza-api.js';
-import { killAllPlaza, sharedKeyEnv, startPlaza, type PlazaProcess } from '../support/plaza-process.js';
-import { Receiver, waitFor } from '../support/receiver.js';
+import { createFreshDatabase, type FreshDatabase } from '../../src/testing/fresh-database.js';
+import { call, login, orderEvent, report, seedTenant, sendEvent } from '../../src/testing/plaza-api.js';
+import { killAllPlaza, sharedKeyEnv, startPlaza, type PlazaProcess } from '../../src/testing/plaza-process.js';
+import { Receiver } from '../../src/testing/receiver.js';
+import { waitFor } from '../../src/testing/wait.js';
 
 interface Server {
   database: FreshDatabase;
@@ -78,9 +79,9 @@ test('callbacks to private, loopback, link-local and odd-literal addresses are r
     else outcomes.push(`${url}: refused at connect (${outcome.error})`);
     await call(strict.plaza.url, 'DELETE', `/v1/MKT/webhooks/${code}`, { token: strict.token });
   }
-  assert.equal(trap.all.length, 0, 'nothing reached the loopback receiver');
+  assert.equal(trap.requests.length, 0, 'nothing reached the loopback receiver');
   assert.deepEqual(failures, []);
-  report('SSRF address matrix', { targets: targets.length, refusedAtCreate: outcomes.filter((o) => o.includes('400')).length, refusedAtConnect: outcomes.filter((o) => o.includes('connect')).length, reached: trap.all.length });
+  report('SSRF address matrix', { targets: targets.length, refusedAtCreate: outcomes.filter((o) => o.includes('400')).length, refusedAtConnect: outcomes.filter((o) => o.includes('connect')).length, reached: trap.requests.length });
 });
 
 test('localhost names are refused at create by a real server, and nothing is sent to them', { timeout: 60_000 }, async () => {
@@ -93,17 +94,18 @@ test('localhost names are refused at create by a real server, and nothing is sen
     assert.equal(created.status, 400, `${host}: ${created.text}`);
   }
   assert.equal((await sendEvent(strict.plaza.url, strict.token, 'MKT', orderEvent(1, 'SSRF-1', 1))).status, 202);
-  assert.equal(trap.all.length, 0);
+  assert.equal(trap.requests.length, 0);
 });
 
 test('redirects are never followed, not even to a private address', { timeout: 60_000 }, async () => {
   // 127.0.0.1 is allowed on this server so the redirecting receiver can be reached; 127.0.0.2 is not.
   const relaxed = await startServer('127.0.0.1/32');
   const inside = await receiver({ host: '127.0.0.2' });
-  const targets = [inside.url, 'http://169.254.169.254/latest/meta-data/', `http://localhost:${inside.port}/hook`];
+  const targets = [inside.url(), 'http://169.254.169.254/latest/meta-data/', `http://localhost:${inside.port}/hook`];
   let i = 0;
-  const redirector = await receiver({ status: () => ({ status: [301, 302, 307, 308][i++ % 4]!, headers: { location: targets[i % targets.length]! } }) });
-  const created = await create(relaxed, redirector.url);
+  const redirector = await receiver();
+  redirector.fallback = (_request, response) => response.writeHead([301, 302, 307, 308][i++ % 4]!, { location: targets[i % targets.length]! }).end();
+  const created = await create(relaxed, redirector.url());
   assert.equal(created.status, 201, created.text);
   const code = (created.json as { code: string }).code;
   for (let n = 0; n < 4; n++) {
@@ -113,9 +115,9 @@ test('redirects are never followed, not even to a private address', { timeout: 6
     assert.ok(outcome.status_code !== null && outcome.status_code >= 300 && outcome.status_code < 400, result.text);
   }
   assert.equal((await sendEvent(relaxed.plaza.url, relaxed.token, 'MKT', orderEvent(1, 'REDIRECT-1', 1))).status, 202);
-  await waitFor(async () => (await relaxed.database.db.query(`SELECT 1 FROM delivery_attempts WHERE status_code BETWEEN 300 AND 399`)).rows.length > 0, 30_000, 'the redirect is recorded as a failed attempt');
-  assert.equal(inside.all.length, 0, 'the redirect target is never contacted');
-  report('redirects', { redirectsAnswered: redirector.all.length, followed: inside.all.length });
+  await waitFor(async () => (await relaxed.database.db.query(`SELECT 1 FROM delivery_attempts WHERE status_code BETWEEN 300 AND 399`)).rows.length > 0, { timeoutMs: 30_000, message: 'the redirect is recorded as a failed attempt' });
+  assert.equal(inside.requests.length, 0, 'the redirect target is never contacted');
+  report('redirects', { redirectsAnswered: redirector.requests.length, followed: inside.requests.length });
 });
 
 test('CR, LF and NUL in header names, header values and callback URLs are refused', { timeout: 60_000 }, async () => {

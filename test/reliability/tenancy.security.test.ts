@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { migrate } from '../../src/db/migrate.js';
-import { createFreshDatabase, type FreshDatabase } from '../support/databases.js';
-import { call, createWebhook, login, orderEvent, report, seedTenant, sendEvent, type ApiResponse } from '../support/plaza-api.js';
-import { killAllPlaza, sharedKeyEnv, startPlaza, type PlazaProcess } from '../support/plaza-process.js';
-import { Receiver, waitFor } from '../support/receiver.js';
+import { createFreshDatabase, type FreshDatabase } from '../../src/testing/fresh-database.js';
+import { call, createWebhook, login, orderEvent, report, seedTenant, sendEvent, type ApiResponse } from '../../src/testing/plaza-api.js';
+import { killAllPlaza, sharedKeyEnv, startPlaza, type PlazaProcess } from '../../src/testing/plaza-process.js';
+import { Receiver } from '../../src/testing/receiver.js';
+import { waitFor } from '../../src/testing/wait.js';
 
 let database: FreshDatabase;
 let plaza: PlazaProcess;
@@ -25,10 +26,10 @@ before(async () => {
   tokens.a = (await login(plaza.url, a.username, a.password)).token;
   tokens.b = (await login(plaza.url, b.username, b.password)).token;
   tokens.other = (await login(plaza.url, other.username, other.password)).token;
-  await createWebhook(plaza.url, tokens.a, 'MKT', { code: 'a-hook', topic: 'order/update', callback_url: receiverA.url, headers: { 'X-Secret-Of-A': 'a-private-value' } });
-  await createWebhook(plaza.url, tokens.b, 'MKT', { code: 'b-hook', topic: 'order/update', callback_url: receiverB.url });
+  await createWebhook(plaza.url, tokens.a, 'MKT', { code: 'a-hook', topic: 'order/update', callback_url: receiverA.url(), headers: { 'X-Secret-Of-A': 'a-private-value' } });
+  await createWebhook(plaza.url, tokens.b, 'MKT', { code: 'b-hook', topic: 'order/update', callback_url: receiverB.url() });
   assert.equal((await sendEvent(plaza.url, tokens.a, 'MKT', orderEvent(1, 'A-0', 1))).status, 202);
-  await waitFor(() => receiverA.requests.length === 1, 30_000, 'the first delivery of A arrives');
+  await waitFor(() => receiverA.requests.length === 1, { timeoutMs: 30_000, message: 'the first delivery of A arrives' });
   const list = await call(plaza.url, 'GET', '/v1/MKT/webhooks/a-hook/deliveries', { token: tokens.a });
   assert.equal(list.status, 200, list.text);
   const items = (Array.isArray(list.json) ? list.json : (list.json as { items?: unknown[]; data?: unknown[] }).items ?? (list.json as { data?: unknown[] }).data ?? []) as { id: string | number }[];
@@ -83,7 +84,7 @@ test('tenancy matrix: on every endpoint with {marketplace_code} or {code}, anoth
       else if (told(foreign, { '<code>': 'a-hook', '<id>': deliveryId }) !== told(missing, { '<code>': 'zz-missing', '<id>': '987654321' })) {
         failures.push(`${label}: answers differ for a foreign and a missing resource:\n  ${foreign.text}\n  ${missing.text}`);
       }
-      for (const secret of ['a-private-value', receiverA.url, 'whsec_']) if (foreign.text.includes(secret)) failures.push(`${label}: leaks ${secret}`);
+      for (const secret of ['a-private-value', receiverA.url(), 'whsec_']) if (foreign.text.includes(secret)) failures.push(`${label}: leaks ${secret}`);
     }
   }
 
@@ -99,16 +100,16 @@ test('tenancy matrix: on every endpoint with {marketplace_code} or {code}, anoth
     assert.ok([403, 404].includes(event.status), `${intruder} sending an event of seller 1: ${event.status}`);
   }
   // A seller may subscribe only to its own events; creating the same code in its own tenant reveals nothing.
-  const steal = await call(plaza.url, 'POST', '/v1/MKT/webhooks', { token: tokens.b, body: { code: 'b-steal', name: 'x', topic: 'order/update', callback_url: receiverB.url, seller_id: '1' } });
+  const steal = await call(plaza.url, 'POST', '/v1/MKT/webhooks', { token: tokens.b, body: { code: 'b-steal', name: 'x', topic: 'order/update', callback_url: receiverB.url(), seller_id: '1' } });
   assert.equal(steal.status, 403, steal.text);
-  const otherCreate = await call(plaza.url, 'POST', '/v1/MKT/webhooks', { token: tokens.other, body: { code: 'o-hook', name: 'x', topic: 'order/update', callback_url: receiverB.url } });
+  const otherCreate = await call(plaza.url, 'POST', '/v1/MKT/webhooks', { token: tokens.other, body: { code: 'o-hook', name: 'x', topic: 'order/update', callback_url: receiverB.url() } });
   assert.ok([403, 404].includes(otherCreate.status), `another marketplace creating on MKT: ${otherCreate.status}`);
 
   // A's webhook and delivery came through untouched.
   const own = await call(plaza.url, 'GET', '/v1/MKT/webhooks/a-hook', { token: tokens.a });
   assert.equal(own.status, 200);
   assert.equal((own.json as { name: string }).name, 'a-hook');
-  assert.equal((own.json as { callback_url: string }).callback_url, receiverA.url);
+  assert.equal((own.json as { callback_url: string }).callback_url, receiverA.url());
   const { rows } = await database.db.query<{ attempts: number }>(`SELECT attempts FROM deliveries WHERE id = $1`, [deliveryId]);
   assert.equal(rows[0]!.attempts, 1, 'no intruder could retry A\'s delivery');
   assert.equal(receiverA.requests.length, 1, 'no intruder could send a test or replay to A\'s receiver');
@@ -122,7 +123,7 @@ test('events of seller A never reach a webhook of seller B', { timeout: 60_000 }
     assert.equal((await sendEvent(plaza.url, tokens.a, 'MKT', orderEvent(1, `A-${i}`, 1))).status, 202);
     assert.equal((await sendEvent(plaza.url, tokens.b, 'MKT', orderEvent(2, `B-${i}`, 1))).status, 202);
   }
-  await waitFor(() => receiverA.requests.length === before.a + 5 && receiverB.requests.length === before.b + 5, 30_000, 'both sellers get their own events');
+  await waitFor(() => receiverA.requests.length === before.a + 5 && receiverB.requests.length === before.b + 5, { timeoutMs: 30_000, message: 'both sellers get their own events' });
   await new Promise((resolve) => setTimeout(resolve, 1000));
   const sellersAtB = new Set(receiverB.requests.map((r) => (r.json as { seller_id: number }).seller_id));
   const sellersAtA = new Set(receiverA.requests.map((r) => (r.json as { seller_id: number }).seller_id));

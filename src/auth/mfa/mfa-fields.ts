@@ -1,6 +1,6 @@
 import { TOTP_DIGITS } from './totp.js';
 
-/**
+/*
  * The bounds of the second factor's fields, for the API's schemas and the portal's forms alike. The
  * portal's forms state only the upper ones: a code too short is answered on the form by the
  * service ("wrong code"), as a wrong one is, rather than with a page about an invalid request.

@@ -8,8 +8,7 @@ import type { LoginGuards } from '../login-guards.js';
 import { openSession } from '../open-session.js';
 import type { TokenPair } from '../token-pair.js';
 import { secondFactorRequiredFor } from './mfa-policy.js';
-import { createChallenge, deleteChallenge, failChallenge, findChallenge, hasActiveTotp, passwordCheckOf, type Challenge } from './mfa.repository.js';
-import { passkeysOf } from './passkeys.repository.js';
+import { createChallenge, deleteChallenge, failChallenge, findChallenge, passwordCheckOf, secondFactorsOf, type Challenge } from './mfa.repository.js';
 import { useSecondFactorCode } from './second-factor-code.js';
 
 /** Wrong codes one mfa_token takes before it dies (the login limits apply as well). */
@@ -19,12 +18,14 @@ export const MFA_TOKEN_MAX_FAILURES = 5;
 export type SecondFactorNeed = 'none' | 'totp' | 'passkey' | 'enroll';
 
 export async function secondFactorOf({ db, config }: Pick<FeatureDeps, 'db' | 'config'>, user: User): Promise<SecondFactorNeed> {
-  if (await hasActiveTotp(db, user.id)) return 'totp';
+  // Both factors in one statement: a login asks this after every right password.
+  const factors = await secondFactorsOf(db, user.id);
+  if (factors.totp) return 'totp';
   // A passkey is a second factor too, so the password alone opens no session. The API cannot take a
   // passkey (WebAuthn needs a browser): such a user finishes in the portal, or adds an authenticator
   // app for API logins. Nor may the password alone enrol one when a role requires a second factor:
   // whoever knew it would get past the passkey.
-  if ((await passkeysOf(db, user.id)).length > 0) return 'passkey';
+  if (factors.passkey) return 'passkey';
   return secondFactorRequiredFor(config, user.role) ? 'enroll' : 'none';
 }
 
@@ -44,7 +45,11 @@ export async function secondFactorChallenge(
   const purpose = need === 'enroll' ? 'enroll' : 'login';
   const token = await createChallenge(db, { userId: user.id, purpose, passwordHash: verifiedHash, now, ttlSeconds: config.MFA_TOKEN_TTL_SECONDS });
   await recordAuthEvent(db, { type: 'mfa_challenged', at: now, origin, userId: user.id, username: user.username, detail: { purpose } });
-  const extensions = { mfa_token: token, expires_in: config.MFA_TOKEN_TTL_SECONDS };
+  return secondFactorProblem(need, { mfa_token: token, expires_in: config.MFA_TOKEN_TTL_SECONDS });
+}
+
+/** The 401 of secondFactorChallenge for a token made (also the OpenAPI document's examples). */
+export function secondFactorProblem(need: Exclude<SecondFactorNeed, 'none'>, extensions: { mfa_token: string; expires_in: number }): AppError {
   if (need === 'totp') return new AppError('mfa_required', 'Send a code of your authenticator app (or a recovery code) with the mfa_token to POST /api/v2/auth/mfa/verify.', { extensions: { ...extensions, methods: ['totp', 'recovery_code'] } });
   if (need === 'passkey') return new AppError('mfa_required', 'Your second factor is a passkey: sign in through the portal (the API takes authenticator app codes only; add one there to log in here).', { extensions: { ...extensions, methods: ['passkey'] } });
   return new AppError('mfa_enrollment_required', 'Your role requires a second factor: enrol an authenticator app with the mfa_token (POST /api/v2/auth/mfa/totp, then …/activate), then log in again.', { extensions });

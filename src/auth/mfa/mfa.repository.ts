@@ -16,9 +16,14 @@ export async function findTotp(db: Queryable, userId: number, lock = false): Pro
   return rows[0];
 }
 
-export async function hasActiveTotp(db: Queryable, userId: number): Promise<boolean> {
-  const { rowCount } = await db.query(`SELECT 1 FROM mfa_totp WHERE user_id = $1 AND activated_at IS NOT NULL`, [userId]);
-  return rowCount === 1;
+/** Which second factors a user has, in one round trip: an active TOTP secret, any passkey (mfa-login.ts). */
+export async function secondFactorsOf(db: Queryable, userId: number): Promise<{ totp: boolean; passkey: boolean }> {
+  const { rows } = await db.query<{ totp: boolean; passkey: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM mfa_totp WHERE user_id = $1 AND activated_at IS NOT NULL) AS totp,
+            EXISTS (SELECT 1 FROM mfa_passkeys WHERE user_id = $1) AS passkey`,
+    [userId],
+  );
+  return rows[0]!;
 }
 
 /** A new, inactive secret; replaces an earlier inactive one (an abandoned enrolment), never an active one. */

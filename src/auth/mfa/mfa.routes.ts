@@ -10,7 +10,7 @@ import { tokenRequestProof } from '../dpop-proof.js';
 import type { LoginGuards } from '../login-guards.js';
 import { GivenPassword } from '../password-bounds.js';
 import { originOf } from '../request-origin.js';
-import { DpopHeaders, proofRefusal, TokenPairSchema } from '../token-pair-schema.js';
+import { DpopHeaders, EXAMPLE_MFA_TOKEN, proofRefusal, TokenPairSchema } from '../token-pair-schema.js';
 import { MFA_CODE_MAX_LENGTH, MFA_CODE_MIN_LENGTH, MFA_TOKEN_MAX_LENGTH } from './mfa-fields.js';
 import { challengeUser, verifyLoginCode } from './mfa-login.js';
 import { deleteChallenge, findChallenge } from './mfa.repository.js';
@@ -25,7 +25,13 @@ const TotpEnrolmentSchema = Type.Object(
     secret: Type.String({ description: 'The shared secret in base32, for typing into an authenticator app.' }),
     otpauth_url: Type.String({ description: 'otpauth://totp/… URL, what a QR code for the app holds (SHA1, 6 digits, 30 s).' }),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [{
+      secret: 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP',
+      otpauth_url: 'otpauth://totp/Plaza:acme-api?secret=JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP&issuer=Plaza&algorithm=SHA1&digits=6&period=30',
+    }],
+  },
 );
 
 const enrolmentDescription =
@@ -73,7 +79,7 @@ export const mfaRoutes: FastifyPluginAsyncTypebox<FeatureDeps & { guards: LoginG
               totp: Type.Union([Type.Literal('none'), Type.Literal('pending'), Type.Literal('active')], { description: 'pending: enrolled, not yet activated with a code.' }),
               recovery_codes_left: Type.Integer({ description: 'Unused recovery codes.' }),
             },
-            { additionalProperties: false },
+            { additionalProperties: false, examples: [{ totp: 'active', recovery_codes_left: 9 }] },
           ),
           ...problemResponses(401, 403, 503),
         },
@@ -115,7 +121,7 @@ export const mfaRoutes: FastifyPluginAsyncTypebox<FeatureDeps & { guards: LoginG
         summary: 'Activate the authenticator with a current code',
         description: `From then on a login asks for a code (401 mfa_required). No recovery codes come with this answer (204): get them with POST /api/v2/auth/mfa/recovery-codes. ${enrolmentDescription} Such a token is used up here: log in again, now with a code.`,
         security: [{ bearerAuth: [] }, {}],
-        body: Type.Object({ code: Code, mfa_token: Type.Optional(MfaToken) }, { additionalProperties: false }),
+        body: Type.Object({ code: Code, mfa_token: Type.Optional(MfaToken) }, { additionalProperties: false, examples: [{ code: '492039' }, { mfa_token: EXAMPLE_MFA_TOKEN, code: '492039' }] }),
         response: { 204: Type.Null({ description: 'Active' }), ...problemResponses(400, 401, 403, 409, 503) },
       },
     },
@@ -138,7 +144,7 @@ export const mfaRoutes: FastifyPluginAsyncTypebox<FeatureDeps & { guards: LoginG
         summary: 'Turn the second factor off',
         description: 'Needs a current code of the authenticator or an unused recovery code (counted by the login limits like a password; 401 invalid_mfa_code when wrong). Removes the authenticator and the recovery codes. For a role that requires a second factor, the next login asks to enrol again.',
         security: [{ bearerAuth: [] }],
-        body: Type.Object({ code: Code }, { additionalProperties: false }),
+        body: Type.Object({ code: Code }, { additionalProperties: false, examples: [{ code: '492039' }, { code: '7KQ4-MZ2X-PA9D' }] }),
         response: { 204: Type.Null({ description: 'Second factor off' }), ...problemResponses(401, 403, 409, 429, 503) },
       },
     },
@@ -159,9 +165,12 @@ export const mfaRoutes: FastifyPluginAsyncTypebox<FeatureDeps & { guards: LoginG
         summary: 'Ten new recovery codes, shown once',
         description: 'Replaces every earlier recovery code (used or not). Each code works once, in place of an authenticator code, at mfa/verify or to turn the second factor off. Needs an active authenticator (409) and the password (counted by the login limits; 401 invalid_credentials when wrong). Only hashes are kept: this answer is the one chance to see the codes.',
         security: [{ bearerAuth: [] }],
-        body: Type.Object({ password: GivenPassword }, { additionalProperties: false }),
+        body: Type.Object({ password: GivenPassword }, { additionalProperties: false, examples: [{ password: 'correct horse battery staple' }] }),
         response: {
-          201: Type.Object({ recovery_codes: Type.Array(Type.String(), { minItems: 10, maxItems: 10 }) }, { additionalProperties: false }),
+          201: Type.Object({ recovery_codes: Type.Array(Type.String(), { minItems: 10, maxItems: 10 }) }, {
+            additionalProperties: false,
+            examples: [{ recovery_codes: ['7KQ4-MZ2X-PA9D', 'C3RT-9VWN-H2QE', 'X8PH-4DFA-M6TZ', 'QN5J-W7KC-2RBY', 'F9HE-3XUM-VK4P', 'T2WD-6QRN-8JCA', 'M4ZB-Y8RE-PW3F', 'HK7V-C2TQ-5NXG', 'R6PA-J9MD-E4WU', 'W3NF-K5YH-Z7QB'] }],
+          }),
           ...problemResponses(401, 403, 409, 429, 503),
         },
       },
@@ -182,7 +191,7 @@ export const mfaRoutes: FastifyPluginAsyncTypebox<FeatureDeps & { guards: LoginG
         summary: 'Finish a login with a second-factor code',
         description: 'Takes the mfa_token of a 401 mfa_required login answer and a code (authenticator or recovery code); answers the login result. The token works once (and dies after 5 wrong codes); a code works once. Wrong codes count towards the login limits of the user and the address: 429 with Retry-After as for logins. With a DPoP header the session is bound to the proof\'s key, as at login.',
         headers: DpopHeaders,
-        body: Type.Object({ mfa_token: MfaToken, code: Code }, { additionalProperties: false }),
+        body: Type.Object({ mfa_token: MfaToken, code: Code }, { additionalProperties: false, examples: [{ mfa_token: EXAMPLE_MFA_TOKEN, code: '492039' }, { mfa_token: EXAMPLE_MFA_TOKEN, code: '7KQ4-MZ2X-PA9D' }] }),
         response: { 200: TokenPairSchema, ...problemResponses(400, 401, 403, 429, 503), ...proofRefusal() },
       },
     },

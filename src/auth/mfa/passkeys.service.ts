@@ -15,7 +15,7 @@ import { AppError } from '../../http/errors.js';
 import { recordAuthEvent, type RequestOrigin } from '../auth-events.repository.js';
 import { findPasskey, insertPasskey, passkeysOf, saveWebauthnChallenge, takeWebauthnChallenge, usePasskey } from './passkeys.repository.js';
 
-/**
+/*
  * Passkeys (WebAuthn) with @simplewebauthn/server, the maintained library for both ceremonies.
  * User verification is required (a PIN or biometric on the authenticator): a passkey is then
  * something the user has and something they know or are, so it signs in on its own, and it also

@@ -11,9 +11,10 @@ import { migrate } from '../migrate.js';
 import { openPostgres } from '../postgres.js';
 import { findEmbeddedBinaries } from './binaries.js';
 import { APP_ROLE, clusterDir, postgresSystemUser } from './cluster.js';
-import { isAlive, sleep } from './processes.js';
+import { isAlive } from './processes.js';
 import { connectionString, EmbeddedServer, type EmbeddedConnection } from './server.js';
 import { reachableBinaries } from './server-user-access.js';
+import { waitFor } from '../../testing/wait.js';
 
 const quiet = { info: () => {}, warn: () => {}, error: () => {} };
 
@@ -113,16 +114,13 @@ describe('the embedded server runs Plaza as a role that owns its tables and noth
           return false;
         }
       };
-      for (let i = 0; !ready(); i++) {
-        assert.ok(i < 500, 'the previous version\'s server did not start');
-        await sleep(20);
-      }
+      await waitFor(ready, { timeoutMs: 30_000, message: "the previous version's server did not start" });
       await withClient(superuser, (client) => client.query('CREATE DATABASE plaza'));
       await migrated({ ...superuser, database: 'plaza' });
       await withClient({ ...superuser, database: 'plaza' }, (client) => client.query(`INSERT INTO marketplaces (code, name) VALUES ('kept', 'Kept')`));
     } finally {
       postmaster.kill('SIGINT');
-      while (isAlive(postmaster.pid!)) await sleep(20);
+      await waitFor(() => !isAlive(postmaster.pid!), { timeoutMs: 30_000, message: "the previous version's server did not stop" });
     }
 
     const server = await EmbeddedServer.start(dataDir, quiet, { throwaway: true });

@@ -6,7 +6,7 @@ import type { EmbeddedBinaries } from './binaries.js';
 import { shellQuote } from './permissions.js';
 import { clusterDir, type SystemUser } from './cluster.js';
 
-/**
+/*
  * As root, the embedded server runs as the `postgres` user (cluster.ts), which needs search (x)
  * permission on every directory above its binaries and above DATA_DIR. A clone below a 0700
  * folder (`mktemp -d`, /root) has neither: initdb then failed with a bare `spawn … EACCES`.

@@ -192,7 +192,7 @@ export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDeli
         url: delivery.callback_url,
         messageId: delivery.message_id,
         body: delivery.body,
-        sequence: delivery.sequence,
+        ...(delivery.sequence === null ? {} : { sequence: Number(delivery.sequence) }),
         keys: signingKeys(keys, delivery, startedAt, deliverer.signingKeyCache),
         headers: openHeaders(keys.webhookSecretsKey, delivery, deliverer.headersCache),
         timestampSeconds: Math.floor(startedAt.getTime() / 1000),

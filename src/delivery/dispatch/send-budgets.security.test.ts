@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createTestApp, type TestContext } from '../../testing/test-app.js';
 import { createDeliverer, deliverDue, type Deliverer, type DeliveryResult } from './deliver.js';
-import { databaseNow, deliveryRow, Receiver, seedDelivery, seedWebhook } from '../delivery-test-kit.js';
+import { databaseNow, deliveryRow, seedDelivery, seedWebhook } from '../../testing/deliveries.js';
+import { Receiver } from '../../testing/receiver.js';
 
 const body = { payload: 'x'.repeat(10_000) };
 

@@ -1,17 +1,15 @@
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { createTestApp, type TestContext } from '../../testing/test-app.js';
 import { createDeliverer, deliverDue, type Deliverer } from './deliver.js';
-import { databaseNow, deliveryRow, Receiver, seedDelivery, seedWebhook } from '../delivery-test-kit.js';
+import { databaseNow, deliveryRow, seedDelivery, seedWebhook } from '../../testing/deliveries.js';
+import { Receiver } from '../../testing/receiver.js';
 
 describe('per-destination-host send budget in the worker', () => {
   let ctx: TestContext;
   let deliverer: Deliverer;
   let hostA: Receiver;
-  let hostB: Server;
-  let hostBRequests = 0;
+  let hostB: Receiver;
   const body = { payload: 'x'.repeat(10_000) };
   before(async () => {
     // Room for one 10 kB notification per host, refilled at 1 kB/s.
@@ -19,23 +17,19 @@ describe('per-destination-host send budget in the worker', () => {
     deliverer = createDeliverer(ctx);
     hostA = await Receiver.start();
     // Another host: another loopback address (Linux answers on all of 127.0.0.0/8).
-    hostB = createServer((request, response) => {
-      hostBRequests++;
-      request.resume().on('end', () => response.writeHead(200).end());
-    });
-    await new Promise<void>((resolve) => hostB.listen(0, '127.0.0.2', resolve));
+    hostB = await Receiver.start({ host: '127.0.0.2' });
   });
   after(async () => {
     await deliverer.close();
     await hostA.close();
-    hostB.close();
+    await hostB.close();
     await ctx.close();
   });
 
   test('a host that used its budget waits (postponed, no attempt counted); another host is sent to', async () => {
     const webhookA = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: hostA.url() });
     const otherA = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: hostA.url('/second') });
-    const webhookB = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: `http://127.0.0.2:${(hostB.address() as AddressInfo).port}/hook` });
+    const webhookB = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: hostB.url() });
     const first = await seedDelivery(ctx.db, webhookA, { now: ctx.clock.now(), body });
     const second = await seedDelivery(ctx.db, otherA, { now: ctx.clock.now(), body });
     const onB = await seedDelivery(ctx.db, webhookB, { now: ctx.clock.now(), body });
@@ -46,7 +40,7 @@ describe('per-destination-host send budget in the worker', () => {
     assert.equal(outcome(second.id), 'postponed');
     assert.equal(outcome(onB.id), 'succeeded');
     assert.equal(hostA.requests.length, 1);
-    assert.equal(hostBRequests, 1);
+    assert.equal(hostB.requests.length, 1);
 
     const postponed = await deliveryRow(ctx.db, second.id);
     assert.equal(postponed.status, 'pending');

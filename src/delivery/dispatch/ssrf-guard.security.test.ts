@@ -4,7 +4,8 @@ import { parseNetworks } from '../../net/address-policy.js';
 import { accessTokenFor, bearer, seedUser } from '../../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../../testing/test-app.js';
 import { createDeliverer, deliverDue } from './deliver.js';
-import { deliveryRow, Receiver, seedDelivery, seedWebhook, attemptRows } from '../delivery-test-kit.js';
+import { deliveryRow, seedDelivery, seedWebhook, attemptRows } from '../../testing/deliveries.js';
+import { Receiver } from '../../testing/receiver.js';
 import { sendNotification } from './sender.js';
 import { createGuardedAgent, vetHost } from './ssrf-guard.js';
 

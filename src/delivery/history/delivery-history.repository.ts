@@ -17,8 +17,8 @@ export interface DeliverySummary {
   completed_at: Date | null;
   /** The earlier delivery of the same webhook and entity that this pending one waits for; null when it waits for none. */
   blocked_by: number | null;
-  /** Its plaza-entity-sequence header. */
-  sequence: number;
+  /** Its plaza-entity-sequence header; null when the previous release wrote it during an upgrade. */
+  sequence: number | null;
   /** The delivery that superseded this one (latest-state mode); null unless superseded. */
   superseded_by: number | null;
 }

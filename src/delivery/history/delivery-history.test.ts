@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { deliveriesOf, insertWebhook, order, postEvent, sampleEvent, seedWorld, type World } from '../../events/test-support.js';
+import { deliveriesOf, insertWebhook, order, postEvent, sampleEvent, seedWorld, type World } from '../../testing/events.js';
 import { encodeCursor } from '../../http/cursor.js';
 import { seedUser } from '../../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../../testing/test-app.js';

@@ -6,7 +6,7 @@ export interface FeedRow {
   message_id: string;
   created_at: Date;
   entity_id: string;
-  sequence: number;
+  sequence: number | null;
   topic_path: string;
   /** events.body as text: exactly what is (or would be) sent. */
   body: string;

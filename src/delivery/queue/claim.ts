@@ -64,7 +64,7 @@ export async function claimDueDeliveries(db: Database, request: ClaimRequest): P
     // A lease that a crash of the database undoes is harmless: the row is due again, and the worst
     // outcome is a notification sent twice (at-least-once, docs/delivery.md). Bitmap scans off: with
     // the queue's statistics stale after a burst, the planner ANDed two indexes' bitmaps instead of
-    // the few probes of the partial indexes, reading every waiting row (docs/performance.md).
+    // the few probes of the partial indexes, reading every waiting row (bench/results/history.md, "Planning").
     await tx.exec(`SET LOCAL synchronous_commit = off; SET LOCAL enable_bitmapscan = off`);
     const lanes = await lockDueWebhooks(tx, { clockOffsetMs, cursor: position.webhookCursor, scan: request.scanWebhooks, limit: request.free });
     position.webhookCursor = lanes.nextCursor;

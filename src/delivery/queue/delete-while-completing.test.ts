@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { seedWorld, type World } from '../../events/test-support.js';
+import { seedWorld, type World } from '../../testing/events.js';
 import { createTestApp, type TestContext } from '../../testing/test-app.js';
 import { claim, createDeliverer, type Deliverer } from '../dispatch/deliver.js';
 import { completeAttempts } from './complete.js';
 import { clockOffsetMs } from '../../db/database-clock.js';
-import { seedDelivery, seedWebhook } from '../delivery-test-kit.js';
+import { seedDelivery, seedWebhook } from '../../testing/deliveries.js';
 
 /**
  * Issue 10, problem 4: DELETE of a webhook (webhook row, then its deliveries by cascade) racing a

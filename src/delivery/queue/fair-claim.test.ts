@@ -2,10 +2,12 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import pino from 'pino';
 import { createTestApp, type TestContext } from '../../testing/test-app.js';
+import { eventually } from '../../testing/wait.js';
 import { claim, createDeliverer } from '../dispatch/deliver.js';
 import { completeAttempts } from './complete.js';
 import { clockOffsetMs } from '../../db/database-clock.js';
-import { Receiver, seedDelivery, seedWebhook } from '../delivery-test-kit.js';
+import { seedDelivery, seedWebhook } from '../../testing/deliveries.js';
+import { Receiver } from '../../testing/receiver.js';
 import { startDeliveryWorker } from '../worker.js';
 
 const logger = pino({ level: 'silent' });
@@ -78,10 +80,7 @@ describe('fair claiming between tenants and workers', () => {
         await shared.waitFor(10);
         const before = shared.requests.length;
         const b = await seedDelivery(ctx.db, webhook, { now: ctx.clock.now(), entityKey: 'mkt:2:1' });
-        const deadline = Date.now() + 10_000;
-        while (!shared.requests.some((request) => request.headers['webhook-id'] === b.messageId) && Date.now() < deadline) {
-          await new Promise((resolve) => setTimeout(resolve, 5));
-        }
+        await eventually(() => shared.requests.some((request) => request.headers['webhook-id'] === b.messageId), { timeoutMs: 10_000 });
         const at = shared.requests.findIndex((request) => request.headers['webhook-id'] === b.messageId);
         assert.ok(at >= 0, "seller 2's notification did not arrive");
         // Only the slots that freed together with the one it took may go to seller 1 first: one
@@ -113,8 +112,7 @@ describe('fair claiming between tenants and workers', () => {
         await shared.waitFor(60);
         for (let n = 1; n <= 3; n++) {
           await seedDelivery(local.db, b, { now: local.clock.now() });
-          const deadline = Date.now() + 3000;
-          while (shared.requestsTo('/b').length < n && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+          await eventually(() => shared.requestsTo('/b').length >= n, { timeoutMs: 3000 });
           assert.equal(shared.requestsTo('/b').length, n, `tenant B's notification ${n} did not arrive while tenant A's paths on the same host hang`);
         }
         assert.equal(shared.requestsTo('/a').length, 60, "tenant A's sends stay within its share");

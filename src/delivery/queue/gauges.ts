@@ -15,7 +15,7 @@ interface QueueDepth {
 export async function measureQueue(db: Queryable, now: Date): Promise<QueueDepth> {
   // Served by the queue partition's deliveries_due (pending rows) and deliveries_lease_expiry
   // (delivering rows) and, for the failed count, the rest's deliveries_failed_webhook_created
-  // (migrations/001_baseline.sql): no pass over the whole table (docs/performance.md).
+  // (migrations/001_baseline.sql): no pass over the whole table (bench/results/history.md, migration 009).
   const { rows } = await db.query<QueueDepth>(
     `WITH due AS (
        SELECT d.next_attempt_at FROM deliveries d JOIN webhooks w ON w.id = d.webhook_id AND w.active

@@ -2,8 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { createTestApp, type TestContext } from '../../testing/test-app.js';
+import { eventually } from '../../testing/wait.js';
 import { claim, createDeliverer, deliverDue, type Deliverer } from '../dispatch/deliver.js';
-import { attemptRows, Receiver, seedDelivery, seedWebhook } from '../delivery-test-kit.js';
+import { attemptRows, seedDelivery, seedWebhook } from '../../testing/deliveries.js';
+import { Receiver } from '../../testing/receiver.js';
 import { QueueVacuum } from './vacuum.js';
 
 /** Migration 011: deliveries split by status into the queue and the rest; what the split must keep. */
@@ -79,7 +81,7 @@ describe('the delivery queue partition', () => {
     assert.equal(await vacuumCount(), before, 'not before the third');
     vacuum.noteFinished();
     await vacuum.idle();
-    for (let i = 0; i < 50 && (await vacuumCount()) === before; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    await eventually(async () => (await vacuumCount()) !== before, { timeoutMs: 5000 });
     assert.equal(await vacuumCount(), before + 1);
   });
 });

@@ -20,8 +20,8 @@ export interface ClaimedDelivery {
   previous_secret_expires_at: Date | null;
   /** The event's notification body as stored, sent byte for byte. */
   body: string;
-  /** Its position among the webhook's notifications of its entity (the plaza-entity-sequence header). */
-  sequence: number;
+  /** Its position among the webhook's notifications of its entity (the plaza-entity-sequence header); null when the previous release wrote it during an upgrade. */
+  sequence: number | null;
 }
 
 /**

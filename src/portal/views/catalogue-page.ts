@@ -8,7 +8,11 @@ export function cataloguePage(context: PageContext) {
   const entries = notificationCatalogue(mkt);
   return page('Event catalogue', context, html`
 <p>Each topic a webhook can subscribe to, the <code>topic_path</code> its notifications carry, a JSON Schema of the body and an example.
-A webhook on <code>order/status_change/&lt;status_code&gt;</code> receives only the status changes into that status.</p>
+A webhook on <code>order/status_change/&lt;status_code&gt;</code> receives only the status changes into that status.
+A webhook's filter selects on these bodies (dotted paths such as <code>payload.order.status</code>); test one on an example below with
+<code>POST /v1/${mkt}/webhooks/filter-test</code>, or on a webhook's latest notification from its page.
+When the producer leaves them out, Plaza fills in <code>changes</code> (publication/update: what changed since the last publication) and
+<code>state_from</code> (the state the order was in); a publication/update or order/update that changed nothing is not sent.</p>
 <nav aria-label="Topics"><ul>${entries.map((entry) => html`<li><a href="#${entry.topic.replace('/', '-')}">${entry.topic}</a></li>`)}
 <li><a href="#verify">Verifying signatures</a></li></ul></nav>
 ${entries.map((entry) => html`

@@ -79,7 +79,12 @@ export interface WebhookFormValues {
   seller_id?: string;
   headers?: string;
   delivery_mode?: string;
+  /** The filter as JSON text; empty: none. */
+  filter?: string;
 }
+
+/** A filter as the form and the detail page show it: indented JSON, '' for none. */
+export const filterText = (filter: Record<string, unknown> | null) => (filter === null ? '' : JSON.stringify(filter, null, 2));
 
 /** Create (no `existing`) or edit. Field errors are the API's own messages, shown on their fields. */
 export function webhookFormPage(context: PageContext, options: { existing?: WebhookRow; values: WebhookFormValues; errors?: FieldError[]; detail?: string; sellerEditable: boolean }) {
@@ -89,6 +94,8 @@ export function webhookFormPage(context: PageContext, options: { existing?: Webh
   const topicErrors = fieldMessages(errors, 'topic');
   const headerErrors = fieldMessages(errors, 'headers');
   const modeErrors = fieldMessages(errors, 'delivery_mode');
+  // The filter's problems are named by their path inside it (body.filter.payload.x.$gt): all shown here.
+  const filterErrors = (errors ?? []).filter((error) => error.field === 'body.filter' || error.field.startsWith('body.filter.')).map((error) => error.field === 'body.filter' ? error.message : `${error.field.slice('body.filter.'.length)}: ${error.message}`);
   return page(existing ? `Edit ${existing.name}` : 'New webhook', context, html`
 ${errorSummary(errors, options.detail)}
 <form method="post" action="${action}" novalidate>
@@ -125,6 +132,12 @@ ${errorSummary(errors, options.detail)}
     </select>
     ${modeErrors.length > 0 && html`<p class="error" id="f-delivery-mode-error">${modeErrors.join('; ')}</p>`}
   </div>
+  <div class="field">
+    <label for="f-filter">Filter (optional)</label>
+    <p class="hint" id="f-filter-hint">Only notifications whose body matches get sent, as JSON: e.g. <code>{"payload.order.status": {"$in": ["APRO", "PROC"]}}</code>. Dotted paths, a value for equality, or <code>$eq $ne $in $nin $gt $gte $lt $lte $exists</code>; <code>$and $or $not</code>. Empty: every notification of the topic.</p>
+    <textarea id="f-filter" name="filter" spellcheck="false" aria-describedby="f-filter-hint${filterErrors.length ? ' f-filter-error' : ''}" ${filterErrors.length > 0 && html`aria-invalid="true"`}>${values.filter ?? ''}</textarea>
+    ${filterErrors.length > 0 && html`<p class="error" id="f-filter-error">${filterErrors.join('; ')}</p>`}
+  </div>
   <button type="submit">${existing ? 'Save changes' : 'Create webhook'}</button>
   <a href="${existing ? base(existing) : `/portal/${mkt}/webhooks`}">Cancel</a>
 </form>`);
@@ -146,7 +159,7 @@ Switch your receiver to the new secret before then; after that only the new secr
 }
 
 /** `history`: the newest entries of the webhook's history (portal-history.routes.ts). */
-export function webhookDetailPage(context: PageContext, webhook: WebhookRow, heldCount: number, notice?: { kind: 'success' | 'error'; text: string }, history?: Html) {
+export function webhookDetailPage(context: PageContext, webhook: WebhookRow, heldCount: number, notice?: { kind: 'success' | 'error'; text: string }, history?: Html, filterDraft?: string) {
   const here = base(webhook);
   return page(webhook.name, context, html`
 ${notice && html`<div class="alert ${notice.kind}" role="status"><p>${notice.text}</p></div>`}
@@ -157,6 +170,7 @@ ${notice && html`<div class="alert ${notice.kind}" role="status"><p>${notice.tex
   <dt>Seller</dt><dd>${webhook.seller_id === '*' ? 'every seller' : webhook.seller_id}</dd>
   <dt>Delivery mode</dt><dd>${webhook.delivery_mode === 'latest' ? 'latest: only the newest state of each entity' : 'all: every notification'}</dd>
   <dt>Headers</dt><dd>${Object.keys(webhook.headers).length === 0 ? 'none' : Object.keys(webhook.headers).map((name) => html`<code>${name}</code> `)}</dd>
+  <dt>Filter</dt><dd>${webhook.filter === null ? 'none: every notification of the topic' : html`<pre><code>${filterText(webhook.filter)}</code></pre>`}</dd>
   <dt>State</dt><dd>${health(webhook)} ${reasonText(webhook.disabled_reason)}</dd>
   <dt>Last success</dt><dd>${timestamp(webhook.last_success_at, 'never')}</dd>
   <dt>Failing since</dt><dd>${timestamp(webhook.failing_since)}</dd>
@@ -171,6 +185,15 @@ ${notice && html`<div class="alert ${notice.kind}" role="status"><p>${notice.tex
   <form method="post" action="${here}/${webhook.active ? 'pause' : 'resume'}">${csrfField(context)}<button type="submit">${webhook.active ? 'Pause' : 'Resume'}</button></form>
   <form method="post" action="${here}/rotate-secret">${csrfField(context)}<button type="submit" class="secondary">Rotate secret</button></form>
 </div>
+<form method="post" action="${here}/filter-test" class="filter-test">
+  ${csrfField(context)}
+  <div class="field">
+    <label for="f-filter-test">Test a filter on this webhook's latest notification</label>
+    <p class="hint" id="f-filter-test-hint">Nothing is saved or sent. Empty: no filter.</p>
+    <textarea id="f-filter-test" name="filter" spellcheck="false" aria-describedby="f-filter-test-hint">${filterDraft ?? filterText(webhook.filter)}</textarea>
+  </div>
+  <button type="submit" class="secondary">Test filter</button>
+</form>
 <p class="hint">Pause holds the events that arrive meanwhile; Resume sends them, in order, at once.
 A rotation keeps the previous secret signing alongside the new one for a while, so receivers can switch without losing notifications.</p>
 ${history}`);

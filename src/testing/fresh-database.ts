@@ -3,9 +3,9 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Database } from '../../src/db/database.js';
-import { openPostgres } from '../../src/db/postgres.js';
-import { withAdminClient, withDatabase } from '../../src/testing/test-database.js';
+import type { Database } from '../db/database.js';
+import { openPostgres } from '../db/postgres.js';
+import { withAdminClient, withDatabase } from './test-database.js';
 import { freePort } from './plaza-process.js';
 
 /** The machine's PostgreSQL, shared with everyone: only fresh databases are created on it, never restarted. */

@@ -1,10 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { projectRoot } from '../paths.js';
+import { exited, type ExitStatus } from './child-process.js';
+import { waitFor } from './wait.js';
 
-/** The CLI as users run it: `node dist/src/main.js …` (this file compiles to dist/test/support/). */
-export const MAIN_JS = fileURLToPath(new URL('../../src/main.js', import.meta.url));
+/** The CLI as users run it: `node dist/src/main.js …`. */
+export const MAIN_JS = join(projectRoot, 'dist/src/main.js');
 
 export type Role = 'all' | 'api' | 'worker';
 
@@ -44,11 +47,6 @@ export const FAST_DELIVERY_ENV: Record<string, string> = {
   TENANT_EVENTS_PER_SECOND: '0',
 };
 
-export interface ExitStatus {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
-
 export interface PlazaProcess {
   readonly role: Role;
   readonly port: number | undefined;
@@ -83,27 +81,27 @@ export async function startPlaza(env: Record<string, string>, options: { role?: 
   };
   child.stdout!.on('data', append);
   child.stderr!.on('data', append);
-  const exited = new Promise<ExitStatus>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exit = exited(child);
   let alive = true;
-  void exited.then(() => (alive = false));
+  void exit.then(() => (alive = false));
   const proc: PlazaProcess = {
     role,
     port,
     url: `http://127.0.0.1:${port ?? 0}`,
     metricsUrl: `http://127.0.0.1:${childEnv.METRICS_PORT}`,
     child,
-    exited,
+    exited: exit,
     output: () => out,
     isRunning: () => alive,
     async kill(signal = 'SIGKILL') {
       if (alive) child.kill(signal);
-      const status = await exited;
+      const status = await exit;
       running.delete(proc);
       return status;
     },
   };
   running.add(proc);
-  void exited.then(() => running.delete(proc));
+  void exit.then(() => running.delete(proc));
   try {
     await waitReady(proc, options.readyTimeoutMs ?? 60_000);
   } catch (error) {
@@ -114,22 +112,15 @@ export async function startPlaza(env: Record<string, string>, options: { role?: 
 }
 
 async function waitReady(proc: PlazaProcess, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
+  await waitFor(async () => {
     if (!proc.isRunning()) throw new Error(`plaza (${proc.role}) exited before it was ready (${JSON.stringify(await proc.exited)}):\n${proc.output().slice(-4000)}`);
-    if (proc.role === 'worker') {
-      if (proc.output().includes('delivery worker started')) return;
-    } else {
-      try {
-        const response = await fetch(`${proc.url}/readyz`, { signal: AbortSignal.timeout(2000) });
-        if (response.status === 200) return;
-      } catch {
-        // not listening yet
-      }
+    if (proc.role === 'worker') return proc.output().includes('delivery worker started');
+    try {
+      return (await fetch(`${proc.url}/readyz`, { signal: AbortSignal.timeout(2000) })).status === 200;
+    } catch {
+      return false; // not listening yet
     }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`plaza (${proc.role}) not ready after ${timeoutMs} ms:\n${proc.output().slice(-4000)}`);
+  }, { timeoutMs, message: () => `plaza (${proc.role}) not ready:\n${proc.output().slice(-4000)}` });
 }
 
 /** For `after` hooks: SIGKILL whatever a test started and has not stopped, even on failure. */
@@ -137,16 +128,28 @@ export async function killAllPlaza(): Promise<void> {
   await Promise.all([...running].map((proc) => proc.kill('SIGKILL')));
 }
 
-/** Runs the CLI (`node dist/src/main.js <args>`) with stdin, e.g. the password of `users add`. */
-export function runCli(env: Record<string, string>, args: string[], stdin = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export interface PlazaRun {
+  /** The exit code; -1 when the process was ended by a signal (the timeout's). */
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs `plaza <args>` as a separate process, as a user would, with only PATH and `env` (logs at
+ * warn, the operations listener on a free port) and `stdin` (the password of `users add`, say). The
+ * timeout ends a process that should have exited but runs on (a server that should have refused to
+ * start). Resolves once its output is read.
+ */
+export function runPlaza(env: Record<string, string>, args: string[], stdin = '', timeoutMs = 120_000): Promise<PlazaRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN_JS, ...args], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', METRICS_PORT: '0', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [MAIN_JS, ...args], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', METRICS_PORT: '0', ...env }, timeout: timeoutMs });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
     child.on('error', reject);
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
     child.stdin.end(stdin);
   });
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { bearer, accessTokenFor, type SeededUser } from '../../testing/fixtures.js';
-import type { TestContext } from '../../testing/test-app.js';
-import { totpAt } from './totp.js';
+import { bearer, accessTokenFor, type SeededUser } from './fixtures.js';
+import type { TestContext } from './test-app.js';
+import { totpAt } from '../auth/mfa/totp.js';
 
 /** Second-factor helpers for tests: the API called as a client would. */
 export const verifyMfa = (ctx: TestContext, body: { mfa_token: unknown; code: unknown }, headers: Record<string, string> = {}) =>

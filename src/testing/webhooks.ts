@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { Role } from '../accounts/accounts.repository.js';
-import { accessTokenFor, bearer, seedConnection, seedMarketplace, seedUser } from '../testing/fixtures.js';
-import type { TestContext } from '../testing/test-app.js';
+import { accessTokenFor, bearer, seedConnection, seedMarketplace, seedUser } from './fixtures.js';
+import type { TestContext } from './test-app.js';
 
 /** Shared by the webhook tests: users of each role with their tokens, and API calls as a client makes them. */
 export interface Actor {

@@ -1,11 +1,8 @@
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { Config } from '../config.js';
 import type { Database } from '../db/database.js';
-import { projectRoot } from '../paths.js';
-import type { CliContext } from './command.js';
-import { runCli } from './run.js';
+import type { CliContext } from '../cli/command.js';
+import { runCli } from '../cli/run.js';
 
 export interface CliRun {
   code: number;
@@ -37,21 +34,4 @@ export async function runInProcess(args: string[], options: { db?: Database; con
   };
   const code = await runCli(args, ctx);
   return { code, stdout, stderr, openedDatabase };
-}
-
-export const CLI = join(projectRoot, 'dist/src/main.js');
-
-/** Runs `plaza …` as a separate process, as a user would. */
-export function runProcess(env: Record<string, string>, args: string[], stdin = '', timeoutMs = 120_000): Promise<Omit<CliRun, 'openedDatabase'>> {
-  return new Promise((resolve, reject) => {
-    // The timeout ends a process that should have exited but runs on (a server that should have refused to start).
-    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', ...env }, timeout: timeoutMs });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-    child.stdin.end(stdin);
-  });
 }

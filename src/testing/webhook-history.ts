@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { TestContext } from '../testing/test-app.js';
+import type { TestContext } from './test-app.js';
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 export const HOST = 'plaza.test';

@@ -1,7 +1,7 @@
 import type { Role } from '../accounts/accounts.repository.js';
 import type { Queryable } from '../db/database.js';
-import { accessTokenFor, bearer, seedConnection, seedUser } from '../testing/fixtures.js';
-import type { TestContext } from '../testing/test-app.js';
+import { accessTokenFor, bearer, seedConnection, seedUser } from './fixtures.js';
+import type { TestContext } from './test-app.js';
 
 /** Test helpers for events and deliveries: webhooks are written straight to the table. */
 export interface WebhookSeed {

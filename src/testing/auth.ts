@@ -1,11 +1,16 @@
 import assert from 'node:assert/strict';
-import type { TestContext } from '../testing/test-app.js';
-import { SESSION_ENDED } from './authenticate.js';
-import type { TokenPair } from './token-pair.js';
+import type { TestContext } from './test-app.js';
+import { SESSION_ENDED } from '../auth/authenticate.js';
+import type { TokenPair } from '../auth/token-pair.js';
 
 /** Helpers for the auth tests: the API called exactly as a client would. */
 export function postLogin(ctx: TestContext, body: unknown, headers: Record<string, string> = {}) {
   return ctx.app.inject({ method: 'POST', url: '/api/v2/auth/login', payload: body as object, headers });
+}
+
+/** A login with this name and password from `remoteAddress`: what the login limits count by. */
+export function loginFrom(ctx: TestContext, username: string, password: string, remoteAddress: string, headers: Record<string, string> = {}) {
+  return ctx.app.inject({ method: 'POST', url: '/api/v2/auth/login', payload: { username, password }, remoteAddress, headers });
 }
 
 export async function loginOk(ctx: TestContext, user: { username: string; password: string }, headers: Record<string, string> = {}): Promise<TokenPair> {

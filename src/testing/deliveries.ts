@@ -1,105 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Clock } from '../clock.js';
 import type { Queryable } from '../db/database.js';
 import type { Keys } from '../keys.js';
-import { seedMarketplace } from '../testing/fixtures.js';
+import { seedMarketplace } from './fixtures.js';
 import { encryptSecret, newWebhookSecret } from '../keys/secret-box.js';
 import { clockOffsetMs, dbNow } from '../db/database-clock.js';
 
-/** Test helpers of the delivery tests: a real HTTP receiver and rows inserted with SQL. */
-
-export interface ReceivedRequest {
-  method: string;
-  url: string;
-  headers: IncomingHttpHeaders;
-  body: Buffer;
-}
-
-type Handler = (request: ReceivedRequest, response: ServerResponse) => void;
-
-/** An HTTP server on 127.0.0.1 that answers with queued handlers (then `fallback`) and records every request. */
-export class Receiver {
-  readonly requests: ReceivedRequest[] = [];
-  private readonly queue: Handler[] = [];
-  private waiters: { count: number; resolve: () => void }[] = [];
-  private readonly hanging = new Set<ServerResponse>();
-  fallback: Handler = (_request, response) => response.writeHead(200).end('ok');
-
-  private constructor(private readonly server: Server) {}
-
-  static async start(): Promise<Receiver> {
-    const holder: { receiver?: Receiver } = {};
-    const server = createServer((request: IncomingMessage, response: ServerResponse) => {
-      const chunks: Buffer[] = [];
-      request.on('data', (chunk: Buffer) => chunks.push(chunk));
-      request.on('end', () => {
-        const receiver = holder.receiver!;
-        const received = { method: request.method ?? '', url: request.url ?? '', headers: request.headers, body: Buffer.concat(chunks) };
-        receiver.requests.push(received);
-        (receiver.queue.shift() ?? receiver.fallback)(received, response);
-        receiver.waiters = receiver.waiters.filter((waiter) => {
-          if (receiver.requests.length < waiter.count) return true;
-          waiter.resolve();
-          return false;
-        });
-      });
-    });
-    const receiver = new Receiver(server);
-    holder.receiver = receiver;
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    return receiver;
-  }
-
-  get port(): number {
-    return (this.server.address() as AddressInfo).port;
-  }
-
-  url(path = '/hook'): string {
-    return `http://127.0.0.1:${this.port}${path}`;
-  }
-
-  /** Answers the next requests with these statuses (then the fallback). */
-  respond(...statuses: (number | { status: number; headers?: Record<string, string>; body?: string })[]): void {
-    for (const answer of statuses) {
-      const { status, headers, body } = typeof answer === 'number' ? { status: answer, headers: {}, body: '' } : answer;
-      this.queue.push((_request, response) => response.writeHead(status, headers).end(body ?? ''));
-    }
-  }
-
-  /** The next request gets no answer until close(). */
-  hang(): void {
-    this.queue.push((_request, response) => this.hanging.add(response));
-  }
-
-  /** From now on no request gets an answer until close() (a receiver that holds every request). */
-  hangAll(): void {
-    this.hangPaths('/');
-  }
-
-  /** From now on requests to paths starting with `prefix` get no answer until close(); the rest 200. */
-  hangPaths(prefix: string): void {
-    this.fallback = (request, response) => (request.url.startsWith(prefix) ? this.hanging.add(response) : response.writeHead(200).end('ok'));
-  }
-
-  /** Requests that arrived for paths starting with `prefix`. */
-  requestsTo(prefix: string): ReceivedRequest[] {
-    return this.requests.filter((request) => request.url.startsWith(prefix));
-  }
-
-  /** Resolves once `count` requests have arrived in total. */
-  waitFor(count: number): Promise<void> {
-    if (this.requests.length >= count) return Promise.resolve();
-    return new Promise((resolve) => this.waiters.push({ count, resolve }));
-  }
-
-  async close(): Promise<void> {
-    for (const response of this.hanging) response.destroy();
-    this.server.closeAllConnections();
-    await new Promise((resolve) => this.server.close(resolve));
-  }
-}
+/** Test helpers of the delivery tests: rows inserted with SQL (the receiver is ./receiver.ts). */
 
 export interface SeededWebhook {
   id: number;

@@ -1,6 +1,6 @@
-import type { Role } from '../../src/accounts/accounts.repository.js';
-import type { Queryable } from '../../src/db/database.js';
-import { seedConnection, seedUser, type SeededUser } from '../../src/testing/fixtures.js';
+import type { Role } from '../accounts/accounts.repository.js';
+import type { Queryable } from '../db/database.js';
+import { seedConnection, seedUser, type SeededUser } from './fixtures.js';
 
 export interface ApiResponse {
   status: number;
