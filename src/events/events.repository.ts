@@ -88,10 +88,14 @@ export async function createDeliveries(db: Queryable, fanOut: FanOut): Promise<n
      ${NUMBERED}
      created AS (
        INSERT INTO deliveries (event_id, webhook_id, entity_key, message_id, status, attempts, next_attempt_at, created_at, updated_at, sequence)
-       SELECT $1, m.id, $4, 'msg_' || replace(gen_random_uuid()::text, '-', ''),
-              CASE WHEN m.active THEN 'pending' ELSE 'held' END, 0, ${dbNow(8)}, $6, $6, n.sequence
-         FROM matched m JOIN numbered n ON n.webhook_id = m.id
-        ORDER BY m.id
+       SELECT $1, w.id, $4, 'msg_' || replace(gen_random_uuid()::text, '-', ''),
+              CASE WHEN w.active THEN 'pending' ELSE 'held' END, 0, ${dbNow(8)}, $6, $6, n.sequence
+         -- Each counter's webhook by primary key (the row matched locked, read in this statement's
+         -- snapshot), not a join of the two CTEs: a CTE has no statistics, and the planner joined
+         -- them in a nested loop, 10 000 × 10 000 rows for an event to 10 000 webhooks (scenario 6:
+         -- 0.4 s became 4–6.6 s).
+         FROM numbered n JOIN webhooks w ON w.id = n.webhook_id
+        ORDER BY w.id
        RETURNING 1
      )
      SELECT count(*)::int AS count FROM created`,
