@@ -68,6 +68,8 @@ export interface EventAccepted {
   event_id: string;
   /** Deliveries created: one per matching webhook. */
   deliveries: number;
+  /** True when an update carried the entity exactly as last accepted: nothing was sent (SKIP_UNCHANGED_EVENTS). */
+  unchanged?: true;
 }
 
 /** The notification body Plaza sends to a webhook (docs/events.md, "The notification body"). */
