@@ -4,7 +4,7 @@
 // files whose path contains one of the words. The tests use DATABASE_URL's PostgreSQL server;
 // without it, one embedded PostgreSQL server started here in a temporary directory for the run.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 
@@ -30,7 +30,11 @@ function isAlive(pid) {
 }
 
 const isReliability = (file) => file.includes('/reliability/');
+// A compiled test whose source is gone (moved or deleted since the last build: the build never empties
+// dist/) is not run: it would test code that no longer exists.
+const hasSource = (file) => existsSync(join(root, relative(join(root, 'dist'), file)).replace(/\.js$/, '.ts'));
 const files = findTests(join(root, 'dist'))
+  .filter(hasSource)
   .filter((file) => (suite === 'reliability' ? isReliability(file) : !isReliability(file)))
   .filter((file) => filters.length === 0 || filters.some((word) => relative(root, file).includes(word)))
   .sort();
