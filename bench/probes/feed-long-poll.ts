@@ -83,7 +83,12 @@ async function main(): Promise<void> {
     const results = await Promise.all(waiting);
     const done = performance.now();
     const withItem = results.filter((result) => result.statusCode === 200 && result.json<{ items: unknown[] }>().items.length === 1).length;
-    console.log(`${waiters} waiters on ${webhooks} webhooks (DATABASE_POOL_SIZE ${ctx.config.DATABASE_POOL_SIZE})`);
+    const outcomes = new Map<string, number>();
+    for (const result of results) {
+      const key = result.statusCode === 200 ? `200 with ${result.json<{ items: unknown[] }>().items.length} items` : `${result.statusCode} ${result.json<{ code?: string }>().code ?? ''}`;
+      outcomes.set(key, (outcomes.get(key) ?? 0) + 1);
+    }
+    console.log(`${waiters} waiters on ${webhooks} webhooks (DATABASE_POOL_SIZE ${ctx.config.DATABASE_POOL_SIZE}); answers: ${[...outcomes].map(([key, n]) => `${n} × ${key}`).join(', ')}`);
     console.log(`setting up (each reads its first page): at most ${setUp} database calls in progress or queued; ${early} answered before the event`);
     console.log(`from 3 s on (2 s, sampled every 20 ms): ${sampledMost} calls in progress or queued at a sample, ${waitingMost} at most between samples; the server counted at most ${serverMost} connections of this database (the pool, idle ones included, and LISTEN)`);
     console.log(`an event to every webhook: ${withItem} of ${waiters} answered with it, the last ${(done - sent).toFixed(0)} ms after the intake began; ${(done - started).toFixed(0)} ms in all`);

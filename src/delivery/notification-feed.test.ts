@@ -183,6 +183,29 @@ describe('the notification feed', () => {
     assert.ok(Date.now() - quiet >= 900);
   });
 
+  test('readers of one webhook share their settles: 50 pages at once take its row lock a few times, not 50', async () => {
+    let settles = 0;
+    const db: Database = {
+      query: (sql, params, options) => ctx.db.query(sql, params, options),
+      exec: (sql) => ctx.db.exec(sql),
+      transaction: (work) => {
+        settles++;
+        return ctx.db.transaction(work);
+      },
+      listen: (channel, handler) => ctx.db.listen(channel, handler),
+      close: async () => {},
+    };
+    const app = await buildApp({ config: ctx.config, db, keys: ctx.keys, clock: ctx.clock, logger: false });
+    try {
+      await send('ORD-S', 1);
+      const pages = await Promise.all(Array.from({ length: 50 }, () => feed('', world.headers.seller1, app)));
+      for (const response of pages) assert.deepEqual(response.json().items.map((item: FeedItem) => item.entity_id), ['ORD-S']);
+      assert.ok(settles >= 1 && settles <= 5, `${settles} settles for 50 readers`);
+    } finally {
+      await app.close();
+    }
+  });
+
   test('long poll: waiting requests hold no database connection, and a tenant has a bounded number', async () => {
     // The same app over a database that counts the connections in use (a query or a transaction running).
     let inUse = 0;

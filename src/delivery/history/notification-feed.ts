@@ -47,8 +47,37 @@ export function notificationFeed({ db, clock, config }: Pick<FeatureDeps, 'db' |
     return afterId;
   };
 
+  /**
+   * Readers of one webhook share their settles: each takes the webhook's row lock, so a thousand
+   * long-poll readers of it queued there, holding pool connections and keeping intakes to the
+   * webhook out for seconds (bench/probes/feed-long-poll.ts). A reader that arrives while a settle
+   * runs waits for the next one, which starts when that one ends and serves everyone who arrived
+   * meanwhile: a settle begun after the reader arrived, so its horizon covers every notification
+   * committed before (a long-poll reader woken by an intake's NOTIFY sees that intake's delivery).
+   * At most one settle runs and one waits per webhook.
+   */
+  const settles = new Map<number, { running: Promise<number>; next?: Promise<number> }>();
+  const startSettle = (webhookId: number): Promise<number> => {
+    const entry: { running: Promise<number>; next?: Promise<number> } = { running: settledHorizon(db, webhookId) };
+    const done = () => {
+      if (settles.get(webhookId) === entry) settles.delete(webhookId);
+    };
+    entry.running.then(done, done);
+    settles.set(webhookId, entry);
+    return entry.running;
+  };
+  const settle = (webhookId: number): Promise<number> => {
+    const entry = settles.get(webhookId);
+    if (!entry) return startSettle(webhookId);
+    entry.next ??= entry.running.then(
+      () => startSettle(webhookId),
+      () => startSettle(webhookId),
+    );
+    return entry.next;
+  };
+
   const read = async (webhookId: number, afterId: number, limit: number): Promise<FeedPage> => {
-    const horizon = await settledHorizon(db, webhookId);
+    const horizon = await settle(webhookId);
     const rows = horizon > afterId ? await readFeed(db, webhookId, afterId, horizon, limit) : [];
     const page = rows.slice(0, limit);
     const next = rows[limit];
