@@ -52,10 +52,17 @@ export function startQueueGauges(options: { db: Queryable; clock: Clock; metrics
   const failures = new Counter({ name: 'plaza_queue_measure_failures_total', help: 'Queue measures that failed (database unreachable); the gauges keep their last values.', registers });
   failures.inc(0);
 
+  // Measures may overlap (the one started with the process can be slow): one that ends after a
+  // later one has ended has nothing newer to say, and its older values are not set over the later ones.
+  let started = 0;
+  let applied = 0;
   const refresh = async () => {
     const now = clock.now();
+    const measure = ++started;
     try {
       const depth = await measureQueue(db, now);
+      if (measure < applied) return;
+      applied = measure;
       due.set(depth.due);
       oldest.set(depth.oldest_due ? Math.max(0, (now.getTime() - new Date(depth.oldest_due).getTime()) / 1000) : 0);
       delivering.set(depth.delivering);
