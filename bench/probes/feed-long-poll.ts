@@ -9,7 +9,7 @@
  *   npm run build && DATABASE_URL=postgres://… node dist/bench/probes/feed-long-poll.js [--waiters 1000] [--webhooks 10]
  */
 import { buildApp, type App } from '../../src/app.js';
-import type { Database } from '../../src/db/database.js';
+import { countedDatabase } from '../../src/testing/counted-database.js';
 import { insertWebhook, order, postEvent, sampleEvent, seedWorld } from '../../src/testing/events.js';
 import { createTestApp } from '../../src/testing/test-app.js';
 
@@ -29,23 +29,7 @@ async function main(): Promise<void> {
   try {
     const world = await seedWorld(ctx);
     for (let w = 0; w < webhooks; w++) await insertWebhook(ctx.db, { tenantKind: 'seller', tenantId: '1', code: `feed-${w}`, topic: 'order/create' });
-    let inUse = 0;
-    let most = 0;
-    const counted = async <T>(work: () => Promise<T>) => {
-      most = Math.max(most, ++inUse);
-      try {
-        return await work();
-      } finally {
-        inUse--;
-      }
-    };
-    const db: Database = {
-      query: (sql, params, options) => counted(() => ctx.db.query(sql, params, options)),
-      exec: (sql) => counted(() => ctx.db.exec(sql)),
-      transaction: (work) => counted(() => ctx.db.transaction(work)),
-      listen: (channel, handler) => ctx.db.listen(channel, handler),
-      close: async () => {},
-    };
+    const { db, counts } = countedDatabase(ctx.db);
     app = await buildApp({ config: ctx.config, db, keys: ctx.keys, clock: ctx.clock, logger: false });
     const probeApp = app;
     const feed = (code: string, query: string) =>
@@ -62,19 +46,19 @@ async function main(): Promise<void> {
     );
     // Every request has read its empty page and waits; then sample for two seconds.
     await sleep(3000);
-    const setUp = most;
-    most = inUse;
+    const setUp = counts.most;
+    counts.most = counts.inUse;
     let sampledMost = 0;
     let serverMost = 0;
     for (let i = 0; i < 100; i++) {
-      sampledMost = Math.max(sampledMost, inUse);
+      sampledMost = Math.max(sampledMost, counts.inUse);
       if (i % 10 === 0) {
         const { rows } = await ctx.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database()`);
         serverMost = Math.max(serverMost, rows[0]!.n);
       }
       await sleep(20);
     }
-    const waitingMost = most;
+    const waitingMost = counts.most;
     const early = answered.length;
     // One event for seller 1 matches every webhook: every waiter is answered.
     const sent = performance.now();

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { buildApp, type App } from '../app.js';
-import type { Database } from '../db/database.js';
 import { insertWebhook, order, postEvent, sampleEvent, seedWorld, type World } from '../testing/events.js';
+import { countedDatabase } from '../testing/counted-database.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { seedDelivery } from '../testing/deliveries.js';
 
@@ -184,23 +184,14 @@ describe('the notification feed', () => {
   });
 
   test('readers of one webhook share their settles: 50 pages at once take its row lock a few times, not 50', async () => {
-    let settles = 0;
-    const db: Database = {
-      query: (sql, params, options) => ctx.db.query(sql, params, options),
-      exec: (sql) => ctx.db.exec(sql),
-      transaction: (work) => {
-        settles++;
-        return ctx.db.transaction(work);
-      },
-      listen: (channel, handler) => ctx.db.listen(channel, handler),
-      close: async () => {},
-    };
+    const { db, counts } = countedDatabase(ctx.db);
     const app = await buildApp({ config: ctx.config, db, keys: ctx.keys, clock: ctx.clock, logger: false });
     try {
       await send('ORD-S', 1);
       const pages = await Promise.all(Array.from({ length: 50 }, () => feed('', world.headers.seller1, app)));
       for (const response of pages) assert.deepEqual(response.json().items.map((item: FeedItem) => item.entity_id), ['ORD-S']);
-      assert.ok(settles >= 1 && settles <= 5, `${settles} settles for 50 readers`);
+      // Each page's settle is the one transaction of a feed read.
+      assert.ok(counts.transactions >= 1 && counts.transactions <= 5, `${counts.transactions} settles for 50 readers`);
     } finally {
       await app.close();
     }
@@ -208,22 +199,7 @@ describe('the notification feed', () => {
 
   test('long poll: waiting requests hold no database connection, and a tenant has a bounded number', async () => {
     // The same app over a database that counts the connections in use (a query or a transaction running).
-    let inUse = 0;
-    const counted = async <T>(work: () => Promise<T>) => {
-      inUse++;
-      try {
-        return await work();
-      } finally {
-        inUse--;
-      }
-    };
-    const db: Database = {
-      query: (sql, params, options) => counted(() => ctx.db.query(sql, params, options)),
-      exec: (sql) => counted(() => ctx.db.exec(sql)),
-      transaction: (work) => counted(() => ctx.db.transaction(work)),
-      listen: (channel, handler) => ctx.db.listen(channel, handler),
-      close: async () => {},
-    };
+    const { db, counts } = countedDatabase(ctx.db);
     const app = await buildApp({ config: ctx.config, db, keys: ctx.keys, clock: ctx.clock, logger: false });
     try {
       await send('ORD-W', 1);
@@ -233,7 +209,7 @@ describe('the notification feed', () => {
       await new Promise((resolve) => setTimeout(resolve, 800));
       const samples: number[] = [];
       for (let i = 0; i < 5; i++) {
-        samples.push(inUse);
+        samples.push(counts.inUse);
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       assert.deepEqual(samples, [0, 0, 0, 0, 0]);
