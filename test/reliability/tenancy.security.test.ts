@@ -46,6 +46,7 @@ const BODIES: Record<string, unknown> = {
   'PATCH /v1/{marketplace_code}/webhooks/{code}': { name: 'hijacked', callback_url: 'https://attacker.example/steal' },
   'POST /v1/{marketplace_code}/webhooks/{code}/replay': { since: new Date(Date.now() - 3_600_000).toISOString() },
   'POST /v1/{marketplace_code}/portal-links': { seller_id: 1 },
+  'POST /v1/{marketplace_code}/webhooks/filter-test': { filter: { 'payload.order.status': 'APRO' }, notification: { payload: { order: { status: 'APRO' } } } },
 };
 
 /** What a response tells, with the names the caller itself typed and the request id taken out. */
