@@ -24,7 +24,7 @@ const PortalLinkBody = Type.Object(
 
 const PortalLink = Type.Object({
   id: Type.Integer({ description: 'The link\'s number: the webhook history names it (actor.portal_link_id) beside its maker for every change made in its session.' }),
-  url: Type.String({ description: 'One-time URL that opens a portal session acting as the caller, limited to the scope. Open it in a new tab or window (the portal refuses to be framed).' }),
+  url: Type.String({ description: 'One-time URL that opens a portal session acting as the caller, limited to the scope. Open it in a new tab or window, or in a frame of a site whose origin PORTAL_FRAME_ANCESTORS lists (by default the portal refuses to be framed).' }),
   expires_at: Type.String({ format: 'date-time', description: 'The link is refused after this (PORTAL_LINK_TTL_SECONDS, 15 minutes by default) and after its first use.' }),
   marketplace_code: Type.String(),
   seller_id: Type.Union([Type.Integer(), Type.Null()], { description: 'The seller of the scope, or null (no seller).' }),

@@ -14,7 +14,8 @@ import type { FeatureDeps } from '../deps.js';
 import { credentialsBodyLimit, defaultBodyLimit } from '../http/body-limits.js';
 import { AppError } from '../http/errors.js';
 import { consumePortalLink } from './portal-links.repository.js';
-import { assertCsrfToken, assertSameOrigin, setPageHeaders } from './portal-security.js';
+import { assertCsrfToken, assertSameOrigin, pageHeadersFor } from './portal-security.js';
+import { parseFrameAncestors } from '../settings/frame-ancestors.js';
 import { createPortalSession, deletePortalSession, findPortalSession, type PortalSession } from './portal-sessions.js';
 import { sendPage, sessionOf } from './portal-pages.js';
 import { registerPortalAssets } from './portal-assets.js';
@@ -49,8 +50,10 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
   app.addHook('onClose', async () => guards.close());
   registerPortalAssets(app);
 
+  const frameAncestors = parseFrameAncestors(config.PORTAL_FRAME_ANCESTORS);
+  const pageHeaders = pageHeadersFor(frameAncestors);
   app.addHook('onRequest', async (request, reply) => {
-    if (!request.url.startsWith('/portal/assets/')) setPageHeaders(reply);
+    if (!request.url.startsWith('/portal/assets/')) reply.headers(pageHeaders);
   });
   app.setErrorHandler(async (error, request, reply) => {
     const appError = error instanceof AppError ? error : undefined;
@@ -79,14 +82,19 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
     }
   };
 
+  // Framed by a marketplace's site (PORTAL_FRAME_ANCESTORS), the portal is a third party there: a
+  // Strict (or Lax) cookie is not sent in the frame, so the cookie is SameSite=None, which browsers
+  // take only with Secure, and Partitioned (CHIPS: kept per top-level site, so browsers that block
+  // third-party cookies still keep it, and another site that frames the portal gets none). Writes
+  // stay guarded by the origin check and the CSRF token (portal-security.ts). Not framed: Strict.
+  const framed = frameAncestors.length > 0;
+  const cookieOptions = (request: FastifyRequest) => ({
+    path: '/portal',
+    httpOnly: true,
+    ...(framed ? { sameSite: 'none' as const, secure: true, partitioned: true } : { sameSite: 'strict' as const, secure: request.protocol === 'https' }),
+  });
   const startSession = (reply: FastifyReply, request: FastifyRequest, id: string) =>
-    reply.setCookie(SESSION_COOKIE, id, {
-      path: '/portal',
-      httpOnly: true,
-      sameSite: 'strict',
-      secure: request.protocol === 'https',
-      maxAge: config.PORTAL_SESSION_TTL_SECONDS,
-    });
+    reply.setCookie(SESSION_COOKIE, id, { ...cookieOptions(request), maxAge: config.PORTAL_SESSION_TTL_SECONDS });
 
   /** After a sign-in that answered the login result: a portal session for it (the tokens stay here). */
   const startPasswordSession = async (request: FastifyRequest, reply: FastifyReply, pair: TokenPair) => {
@@ -164,7 +172,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
     const authSessionId = await deletePortalSession(db, request.cookies[SESSION_COOKIE]!);
     // A portal session is always a user's (it began with a login), never an API key's.
     if (authSessionId && session.principal.apiKeyId === undefined) await logout(db, session.principal, originOf(request), clock.now());
-    reply.clearCookie(SESSION_COOKIE, { path: '/portal' });
+    reply.clearCookie(SESSION_COOKIE, cookieOptions(request));
     return reply.redirect('/portal/login', 303);
   });
 
