@@ -143,7 +143,7 @@ describe('webhook portal in Chromium', { skip }, () => {
     await page.getByRole('button', { name: 'Create webhook' }).click();
     const urlError = page.locator('#f-callback_url-error');
     await urlError.waitFor();
-    assert.match(await urlError.innerText(), /http or https/);
+    assert.match(await urlError.innerText(), /^Callback URL: the address must start with https:\/\//);
     assert.equal(await page.getByLabel('Callback URL').getAttribute('aria-invalid'), 'true');
     await checkPage(page, 'create-errors');
     await page.getByLabel('Callback URL').fill(receiver.url('/erp'));

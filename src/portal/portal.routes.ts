@@ -13,6 +13,7 @@ import { logout } from '../auth/sessions.service.js';
 import type { FeatureDeps } from '../deps.js';
 import { credentialsBodyLimit, defaultBodyLimit } from '../http/body-limits.js';
 import { AppError } from '../http/errors.js';
+import { fieldErrors } from '../http/problem.js';
 import { consumePortalLink } from './portal-links.repository.js';
 import { assertCsrfToken, assertSameOrigin, pageHeadersFor } from './portal-security.js';
 import { parseFrameAncestors } from '../settings/frame-ancestors.js';
@@ -117,8 +118,15 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
 
   app.get('/portal/login', { schema: hide }, async (_request, reply) => sendPage(reply, loginPage({})));
 
-  app.post('/portal/login', { bodyLimit: credentialsBodyLimit(config), schema: { ...hide, body: LoginForm } }, async (request, reply) => {
+  app.post('/portal/login', { bodyLimit: credentialsBodyLimit(config), schema: { ...hide, body: LoginForm }, attachValidation: true }, async (request, reply) => {
     assertSameOrigin(request);
+    const failed = request.validationError as (Error & { validation?: Parameters<typeof fieldErrors>[1] }) | undefined;
+    if (failed) {
+      // The API's bounds on both fields, each problem beside its field (not an error page).
+      const body = (request.body ?? {}) as Record<string, unknown>;
+      const username = typeof body.username === 'string' ? body.username : undefined;
+      return sendPage(reply, loginPage({ username, errors: fieldErrors('body', failed.validation ?? []) }), 400);
+    }
     const { username, password } = request.body;
     try {
       // The API's own login: the same limits, audit and password checks. The tokens stay here:
