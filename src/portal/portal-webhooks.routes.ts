@@ -1,18 +1,18 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { countHeldByWebhook, countHeldDeliveries } from '../webhooks/deliveries.repository.js';
+import { countHeldDeliveries } from '../webhooks/deliveries.repository.js';
 import { createTestAgent, sendTestNotification } from '../delivery/test-notification.routes.js';
 import { AppError, type FieldError } from '../http/errors.js';
 import { fieldErrors } from '../http/problem.js';
 import { formFieldOf } from './views/form-errors.js';
 import { MarketplaceParams, WebhookParams } from '../http/path-params.js';
-import { addressableByAdmin, assertMarketplaceAccess, tenantOf, type WebhookRow } from '../webhooks/webhook-access.js';
+import { assertMarketplaceAccess } from '../webhooks/webhook-access.js';
+import { webhooksForSession } from './portal-webhook-list.js';
 import { STATUS_TOPIC_PREFIX } from '../webhooks/webhook-validators.js';
-import { listWebhooks } from '../webhooks/webhooks.repository.js';
 import { withOpenHeaders } from '../keys/header-box.js';
 import { changeWebhook, createWebhook, rotateSecret, validateWebhookChange, validateWebhookCreate, webhookSettings } from '../webhooks/webhooks.service.js';
-import { inLinkScope, readOnlySellerOf, sellerEditable, sellerIdForForm } from './portal-access.js';
+import { sellerEditable, sellerIdForForm } from './portal-access.js';
 import { CsrfField, CsrfForm } from './portal-security.js';
 import { portalActor } from '../webhooks/webhook-history.js';
 import { detailHistory } from './portal-history.routes.js';
@@ -121,32 +121,12 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
   // Opened here once: the detail page names the headers, the edit form shows them, a test sends them.
   const load = async (session: PortalSession, params: { marketplace_code: string; code: string }) => withOpenHeaders(settings.secretsKey, await loadScopedWebhook(db, session, params));
 
-  /** Every webhook in the marketplace with one of these rows' codes, whoever owns it. */
-  const sameCodes = async (marketplaceCode: string, rows: WebhookRow[]) =>
-    (await db.query<Pick<WebhookRow, 'id' | 'code' | 'tenant_kind'>>(
-      `SELECT id, code, tenant_kind FROM webhooks WHERE marketplace_code = $1 AND code = ANY($2::text[])`,
-      [marketplaceCode, rows.map((row) => row.code)],
-    )).rows;
-
   app.get(hooks, { schema: { ...hide, params: MarketplaceParams }, preHandler: requireSession }, async (request, reply) => {
     const session = sessionOf(request);
     const { marketplace_code: mkt } = request.params;
     const context = scoped(session, mkt);
-    await assertMarketplaceAccess(db, session.principal, mkt);
-    // The principal's webhooks as the API lists them, then the link's scope (the same rule as each page's).
-    const linkScope = session.scopeMarketplace === null ? undefined : { sellerId: session.scopeSeller === null ? null : String(session.scopeSeller) };
-    const listed = await listWebhooks(db, { tenant: session.principal.role === 'admin' ? undefined : tenantOf(session.principal), marketplaceCode: mkt, limit: 100, linkScope });
-    const rows = listed.rows.filter((row) => inLinkScope(session, row));
-    const held = await countHeldByWebhook(db, rows.map((row) => Number(row.id)));
-    // An admin addresses webhooks by code across every tenant of the marketplace, in a link's scope or
-    // not: of those in the list, the ones it can open (loadWebhookForPrincipal's rule).
-    const everyTenant = session.principal.role !== 'admin' ? undefined : linkScope ? await sameCodes(mkt, rows) : listed.rows;
-    const openable = everyTenant && addressableByAdmin(everyTenant);
-    const readOnlySeller = readOnlySellerOf(session);
-    const readOnly = readOnlySeller === undefined
-      ? undefined
-      : (await listWebhooks(db, { tenant: { kind: 'seller', id: String(readOnlySeller) }, marketplaceCode: mkt, limit: 100 })).rows.map((row) => withOpenHeaders(settings.secretsKey, row)); // names shown, values masked
-    return sendPage(reply, webhookListPage(context, rows, held, openable, readOnly && { sellerId: readOnlySeller!, webhooks: readOnly }));
+    const list = await webhooksForSession(db, settings.secretsKey, session, mkt);
+    return sendPage(reply, webhookListPage(context, list.rows, list.held, list.openable, list.readOnly));
   });
 
   app.get(`${hooks}/new`, { schema: { ...hide, params: MarketplaceParams }, preHandler: requireSession }, async (request, reply) => {

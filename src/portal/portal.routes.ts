@@ -28,6 +28,8 @@ import { portalPasskeyRoutes } from './portal-passkeys.routes.js';
 import type { TokenPair } from '../auth/token-pair.js';
 import { linkPage, loginPage, marketplacesPage } from './views/auth-pages.js';
 import { errorPage } from './views/error-page.js';
+import { overviewPage } from './views/overview-page.js';
+import { webhooksForSession } from './portal-webhook-list.js';
 
 export const SESSION_COOKIE = 'plaza_portal';
 
@@ -189,6 +191,23 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
     const marketplaces = await marketplacesOf(deps, session);
     if (marketplaces.length === 1) return reply.redirect(`/portal/${encodeURIComponent(marketplaces[0]!)}/webhooks`, 303);
     return sendPage(reply, marketplacesPage(session, marketplaces));
+  });
+
+  // One page for a seller on many marketplaces: each marketplace the session may open, with its
+  // webhooks as that marketplace's list has them. A link's session has its one marketplace.
+  app.get('/portal/overview', { schema: hide, preHandler: requireSession }, async (request, reply) => {
+    const session = sessionOf(request);
+    const sections = [];
+    for (const marketplaceCode of await marketplacesOf(deps, session)) {
+      try {
+        sections.push({ marketplaceCode, list: await webhooksForSession(db, keys.webhookSecretsKey, session, marketplaceCode) });
+      } catch (error) {
+        // Gone between the two reads (a connection removed): not listed, as it would not be now.
+        if (error instanceof AppError && error.status === 404) continue;
+        throw error;
+      }
+    }
+    return sendPage(reply, overviewPage({ signedInAs: session.displayName, csrfToken: session.csrfToken }, sections));
   });
 
   await app.register(portalWebhookRoutes, { ...deps, requireSession });

@@ -44,5 +44,6 @@ export function marketplacesPage(session: PortalSession, marketplaces: string[])
   return page('Choose a marketplace', { signedInAs: session.displayName, csrfToken: session.csrfToken }, html`
 ${marketplaces.length === 0
     ? html`<p>You have no marketplace to manage webhooks in.</p>`
-    : html`<ul>${marketplaces.map((code) => html`<li><a href="/portal/${code}/webhooks">${code}</a></li>`)}</ul>`}`);
+    : html`<ul>${marketplaces.map((code) => html`<li><a href="/portal/${code}/webhooks">${code}</a></li>`)}</ul>
+<p><a href="/portal/overview">All your webhooks, every marketplace on one page</a></p>`}`);
 }

@@ -41,6 +41,7 @@ export function page(title: string, context: PageContext, body: Html): Html {
   <a class="brand" href="/portal">Plaza webhooks</a>
   ${context.signedInAs && html`<nav aria-label="Main">
     <ul>
+      <li><a href="/portal/overview">Overview</a></li>
       ${mkt && html`<li><a href="/portal/${mkt}/webhooks">Webhooks</a></li>
       <li><a href="/portal/${mkt}/events">Event catalogue</a></li>`}
       <li><a href="/portal/account">Sign-in security</a></li>

@@ -14,7 +14,7 @@ export function health(webhook: WebhookRow): Html {
   return statusBadge(webhook.failing_since ? 'failing' : 'healthy');
 }
 
-const reasonText = (reason: string | null) => (reason === 'disabled_by_user' ? 'Paused by a user: new events are held.' : disabledMessage(reason));
+export const reasonText = (reason: string | null) => (reason === 'disabled_by_user' ? 'Paused by a user: new events are held.' : disabledMessage(reason));
 
 /** A header value is never shown where the viewer may not manage the webhook (portal-access.ts). */
 const MASKED = '••••••';
@@ -23,9 +23,9 @@ const MASKED = '••••••';
  * A seller's own webhooks in a link session whose maker may not manage them (a marketplace's link
  * for that seller): listed read-only, no link to a page, header names only, with masked values.
  */
-function readOnlySection(readOnly: { sellerId: number; webhooks: WebhookRow[] }): Html {
+export function readOnlySection(readOnly: { sellerId: number; webhooks: WebhookRow[] }, level: 2 | 3 = 2): Html {
   return html`
-<h2>Seller ${readOnly.sellerId}'s own webhooks (read-only)</h2>
+${level === 2 ? html`<h2>Seller ${readOnly.sellerId}'s own webhooks (read-only)</h2>` : html`<h3>Seller ${readOnly.sellerId}'s own webhooks (read-only)</h3>`}
 <p class="hint">The seller manages these with its own sign-in; a portal link made by the marketplace shows them only.</p>
 ${readOnly.webhooks.length === 0 ? html`<p>None.</p>` : html`
 <table>
