@@ -17,7 +17,7 @@ export function overviewPage(context: PageContext, sections: { marketplaceCode: 
   return page('All your webhooks', context, html`
 ${sections.length === 0
     ? html`<p>You have no marketplace to manage webhooks in.</p>`
-    : html`<p>${total} webhooks in ${sections.length} ${sections.length === 1 ? 'marketplace' : 'marketplaces'}${failing > 0 && html`, <strong>${failing} failing</strong>`}.</p>`}
+    : html`<p>${total} ${total === 1 ? 'webhook' : 'webhooks'} in ${sections.length} ${sections.length === 1 ? 'marketplace' : 'marketplaces'}${failing > 0 && html`, <strong>${failing} failing</strong>`}.</p>`}
 ${sections.map(({ marketplaceCode: mkt, list }) => html`
 <section aria-labelledby="mkt-${mkt}">
 <h2 id="mkt-${mkt}">${mkt}</h2>
@@ -35,7 +35,7 @@ ${list.rows.length === 0 ? html`<p>No webhooks yet.</p>` : html`
     <td>${health(webhook)}</td>
     <td>${timestamp(webhook.last_success_at, 'never')}</td>
     <td>${list.held.get(Number(webhook.id)) ?? 0}</td>
-    <td>${openable ? html`<a href="${base(webhook)}/deliveries" aria-label="Delivery log of ${webhook.name} in ${mkt}">Deliveries</a>` : '—'}</td>
+    <td>${openable ? html`<a href="${base(webhook)}/deliveries">Delivery log</a>` : '—'}</td>
   </tr>`;
   })}
   </tbody>
