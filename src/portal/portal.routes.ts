@@ -156,10 +156,11 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
       const link = await consumePortalLink(tx, request.body.token, now);
       if (!link) return undefined;
       const id = await createPortalSession(tx, {
-        userId: link.createdBy,
+        userId: link.createdBy.userId ?? null,
+        apiKeyId: link.createdBy.apiKeyId,
         authSessionId: null,
-        // The session acts as the link's maker, confined to the link's scope: never as the seller it
-        // names, whose own rights the maker may not have (portal-access.ts).
+        // The session acts as the link's maker (a user, or an API key), confined to the link's scope:
+        // never as the seller it names, whose own rights the maker may not have (portal-access.ts).
         role: link.maker.role,
         sellerId: link.maker.sellerId,
         marketplaceCode: link.maker.marketplaceCode,
