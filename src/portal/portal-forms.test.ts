@@ -78,6 +78,13 @@ describe('portal forms: every field\'s problem at once, in plain words', () => {
     assert.equal(saved.statusCode, 303, saved.body);
   });
 
+  test('the replay form names its three problems in one answer', async () => {
+    const response = await post('/portal/MKT/webhooks/orders/replay', { mode: 'count', since: 'yesterday', until: '2026-13-45T99:00' });
+    assert.equal(response.statusCode, 400, response.body);
+    const alert = /<div class="alert error" role="alert"><p>([^<]*)<\/p>/.exec(response.body)?.[1] ?? '';
+    assert.equal(alert, 'Status: tick failed, succeeded or both · Created from (UTC): enter a date and time, like 2026-01-31 12:00 · Created before (UTC): enter a date and time, like 2026-01-31 12:00');
+  });
+
   test('the sign-in form shows both empty fields on their fields', async () => {
     const response = await ctx.app.inject({ method: 'POST', url: '/portal/login', headers: { ...FORM, host, origin }, payload: 'username=&password=' });
     assert.equal(response.statusCode, 400);

@@ -20,6 +20,9 @@ const LABELS: Record<string, string> = {
   filter: 'Filter',
   username: 'User name',
   password: 'Password',
+  status: 'Status',
+  since: 'Created from (UTC)',
+  until: 'Created before (UTC)',
 };
 
 type Rewrite = [pattern: RegExp, plain: string | ((match: RegExpExecArray) => string)];
@@ -60,6 +63,9 @@ const PLAIN: Record<string, Rewrite[]> = {
     [/^must match pattern/, 'remove the invisible control characters'],
   ],
   password: [[/^must NOT have fewer than 1 characters$|^must have required property/, 'enter your password']],
+  status: [[/^choose at least one/, 'tick failed, succeeded or both']],
+  since: [[/^is not a date and time$/, 'enter a date and time, like 2026-01-31 12:00']],
+  until: [[/^is not a date and time$/, 'enter a date and time, like 2026-01-31 12:00']],
 };
 
 /** The schema's (Ajv's) messages, whatever the field. */
