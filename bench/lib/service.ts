@@ -7,7 +7,11 @@ import type { BenchDatabase } from './database.js';
 import { processCpuMs } from './cpu.js';
 import { embeddedServerMemory, freePort, peakRssMiB, sleep, track, untrack, wallNow } from './processes.js';
 
-export const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
+/**
+ * The service's entry point: this checkout's build, or BENCH_SERVICE_MAIN (another checkout's
+ * dist/src/main.js) for an A/B of two builds on the same seeding, drivers and receivers.
+ */
+export const MAIN = process.env.BENCH_SERVICE_MAIN ?? fileURLToPath(new URL('../../src/main.js', import.meta.url));
 
 /** Settings every benchmarked service gets; a scenario may add or override some. */
 export function serviceEnv(db: BenchDatabase, port: number, extra: Record<string, string> = {}): Record<string, string> {

@@ -1,6 +1,6 @@
 import type { Scenario } from '../lib/scenario.js';
 import { authenticatedRead, loginThroughput, refreshThroughput } from './api.js';
-import { deliveryThroughput, noisyNeighbour } from './delivery.js';
+import { deliveryThroughput, noisyNeighbour, publicationUpdates } from './delivery.js';
 import { fanOut } from './fan-out.js';
 import { tenantFairness } from './fairness.js';
 import { deliveryLatency } from './latency.js';
@@ -8,7 +8,7 @@ import { memory } from './memory.js';
 import { sellerFairness } from './sellers.js';
 import { startUp } from './startup.js';
 
-export const SCENARIOS: Scenario[] = [authenticatedRead, loginThroughput, refreshThroughput, deliveryThroughput, deliveryLatency, fanOut, noisyNeighbour, memory, startUp, tenantFairness, sellerFairness];
+export const SCENARIOS: Scenario[] = [authenticatedRead, loginThroughput, refreshThroughput, deliveryThroughput, deliveryLatency, fanOut, noisyNeighbour, memory, startUp, tenantFairness, sellerFairness, publicationUpdates];
 
 export const USAGE = `Usage: npm run bench -- [--smoke] [--db embedded|postgres] [--repeat n] [scenario …]
 
