@@ -34,12 +34,16 @@ export interface HealthWindow {
  * (date_bin from `since`) and outcome, with the median and 95th percentile of the answered ones'
  * duration, and the same over the whole window (the grouping set ()), in one statement.
  *
- * Attempts carry no webhook: the webhook's deliveries come from a range scan of
- * deliveries_webhook_created (webhook_id, created_at) bounded to those created since `since -
- * lookbackMs`, and each one's attempts from delivery_attempts_delivery (delivery_id, id), filtered
- * on started_at. Its cost is the webhook's deliveries created in the window and the lookback (an
- * index probe each) plus their attempts, never another webhook's rows; scanning
- * delivery_attempts_started instead would read every webhook's attempts of the window.
+ * Attempts carry no webhook, so the statement is bounded twice: the webhook's deliveries created
+ * since `since - lookbackMs` (deliveries_webhook_created: webhook_id, created_at) and the attempts
+ * started in the window (delivery_attempts_started, or delivery_attempts_delivery per delivery).
+ * The planner picks the side: for a webhook with a large share of the window it hashes the webhook's
+ * deliveries and reads the window's attempts by start time (every webhook's, discarded by the
+ * hash); for a small share it probes each delivery's attempts. Measured on 300 000 deliveries and
+ * 360 000 attempts over 10 days (docs/portal.md): a webhook with 5% of them, 40-150 ms for 24 hours
+ * and about 250 ms for 7 days on a shared 2-core machine; one with 300 deliveries, under 1 ms and
+ * 35 ms. An index led by the webhook would need
+ * a webhook_id on delivery_attempts (a migration): not worth it for a page a person opens.
  */
 export async function attemptHealth(db: Queryable, window: HealthWindow): Promise<HealthBucketRow[]> {
   const { rows } = await db.query<HealthBucketRow>(

@@ -28,11 +28,11 @@ const LINES = [
   { key: 'p95', label: 'p95', colour: '#8250df', dash: '6 4' },
 ] as const;
 
-/** 1, 2, 5 × 10^n: an axis top at or above `value`. */
+/** 1, 2, 4, 6, 8, 10 × 10^n (at least 2): an axis top at or above `value` whose half, the middle line, is a whole number too. */
 function niceMax(value: number): number {
-  if (value <= 0) return 1;
+  if (value <= 2) return 2;
   const power = 10 ** Math.floor(Math.log10(value));
-  for (const step of [1, 2, 5, 10]) if (step * power >= value) return step * power;
+  for (const step of [1, 2, 4, 6, 8, 10]) if (step * power >= value) return step * power;
   return 10 * power;
 }
 
