@@ -42,6 +42,9 @@ describe('webhook health: attempts per bucket by outcome, response time percenti
     await attempt(hook, '2026-03-09T10:59:00Z', 70, 404);
     // A retry now of a delivery created 45 minutes ago: counted (within the retry lookback).
     await attempt(hook, '2026-03-10T09:15:00Z', 80, 503, '2026-03-10T08:30:00Z');
+    // A retry now of a delivery created before both windows by more than the lookback (1 h 40 min
+    // here): left out, as documented (a replay of an old delivery).
+    await attempt(hook, '2026-03-10T10:25:00Z', 60, 200, '2026-03-02T00:00:00Z');
     // Another webhook's attempt in the same hour: not this webhook's.
     await attempt(other, '2026-03-10T10:15:00Z', 9000, 200);
   });
