@@ -55,28 +55,26 @@ export class OtlpCollector {
   readonly spans: CollectedSpan[] = [];
   /** Export requests received, whatever their content. */
   exports = 0;
-  private constructor(private readonly server: Server) {}
+  private readonly server: Server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      if (request.method !== 'POST' || request.url !== '/v1/traces') return void response.writeHead(404).end();
+      this.exports += 1;
+      try {
+        this.take(JSON.parse(Buffer.concat(chunks).toString()));
+      } catch {
+        return void response.writeHead(400).end();
+      }
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
 
   static async start(port = 0): Promise<OtlpCollector> {
-    let collector: OtlpCollector | undefined;
-    const server = createServer((request, response) => {
-      const chunks: Buffer[] = [];
-      request.on('data', (chunk: Buffer) => chunks.push(chunk));
-      request.on('end', () => {
-        if (request.method !== 'POST' || request.url !== '/v1/traces') return void response.writeHead(404).end();
-        collector!.exports += 1;
-        try {
-          collector!.take(JSON.parse(Buffer.concat(chunks).toString()));
-        } catch {
-          return void response.writeHead(400).end();
-        }
-        response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-      });
-    });
-    collector = new OtlpCollector(server);
+    const collector = new OtlpCollector();
     await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, '127.0.0.1', () => resolve());
+      collector.server.once('error', reject);
+      collector.server.listen(port, '127.0.0.1', () => resolve());
     });
     return collector;
   }
