@@ -52,7 +52,8 @@ export async function serve(config: Config, role: Role): Promise<void> {
   // Before the app is built: its request spans are registered only when traces are exported.
   const tracer = await startTracing(process.env);
   // The endpoint is not logged: a collector's URL may carry a token.
-  if (tracer.enabled) logger.info({ serviceName: process.env.OTEL_SERVICE_NAME ?? 'plaza' }, 'exporting traces over OTLP/HTTP');
+  if (tracer.enabled) logger.info({ serviceName: process.env.OTEL_SERVICE_NAME ?? 'plaza', protocol: tracer.protocol }, 'exporting traces over OTLP/HTTP');
+  if (tracer.unsupportedProtocol) logger.warn({ asked: tracer.unsupportedProtocol, protocol: tracer.protocol }, 'OTEL_EXPORTER_OTLP_PROTOCOL names a protocol Plaza does not export with; using http/protobuf');
   // A signal may come at any moment of the start (an orchestrator, a Ctrl-C while the embedded
   // server is initialised): it is taken from here on and acted on once the start is complete, so
   // that shutdown always drains and stops the embedded server instead of Node's default of dying

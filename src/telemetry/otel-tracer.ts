@@ -2,13 +2,13 @@
  * The OpenTelemetry SDK behind tracing.ts, loaded with import() only when the environment asks for
  * traces. Spans go in batches to the OTLP/HTTP endpoint of the standard variables
  * (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS,
- * OTEL_EXPORTER_OTLP_TIMEOUT, OTEL_EXPORTER_OTLP_COMPRESSION: read by the exporter itself);
+ * OTEL_EXPORTER_OTLP_TIMEOUT, OTEL_EXPORTER_OTLP_COMPRESSION: read by the exporter itself), encoded
+ * as OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL says: http/protobuf (the default) or http/json;
  * OTEL_SERVICE_NAME (default `plaza`) and OTEL_RESOURCE_ATTRIBUTES name the process;
  * OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG choose the sampler, OTEL_BSP_* tune the batches.
  */
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Link, type Span } from '@opentelemetry/api';
 import { parseTraceParent } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import {
   AlwaysOffSampler,
@@ -18,6 +18,7 @@ import {
   TraceIdRatioBasedSampler,
   TracerProvider,
   type Sampler,
+  type SpanExporter,
 } from '@opentelemetry/sdk-trace';
 import { packageVersion } from '../paths.js';
 import type { SpanKind as PlazaSpanKind, SpanOptions, TraceSpan, Tracer } from './tracer.js';
@@ -95,7 +96,27 @@ function positive(value: string | undefined): number | undefined {
   return value?.trim() && Number.isInteger(number) && number > 0 ? number : undefined;
 }
 
-export function createOtelTracer(env: NodeJS.ProcessEnv): Tracer {
+/** The protocols Plaza exports with; grpc is not one (a collector takes OTLP/HTTP on 4318). */
+export type ExportProtocol = 'http/protobuf' | 'http/json';
+
+/**
+ * OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf (the
+ * specification's default). `asked` is set when the variable named one Plaza does not speak (grpc):
+ * it exports over http/protobuf, and the start says so.
+ */
+export function exportProtocol(env: NodeJS.ProcessEnv): { protocol: ExportProtocol; asked?: string } {
+  const value = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() || env.OTEL_EXPORTER_OTLP_PROTOCOL?.trim() || 'http/protobuf').toLowerCase();
+  if (value === 'http/json' || value === 'http/protobuf') return { protocol: value };
+  return { protocol: 'http/protobuf', asked: value };
+}
+
+async function exporterFor(protocol: ExportProtocol): Promise<SpanExporter> {
+  if (protocol === 'http/json') return new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter();
+  return new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter();
+}
+
+export async function createOtelTracer(env: NodeJS.ProcessEnv): Promise<Tracer & { protocol: ExportProtocol; unsupportedProtocol?: string }> {
+  const { protocol, asked } = exportProtocol(env);
   const resource = resourceFromAttributes({ 'service.name': 'plaza', 'service.version': packageVersion }).merge(detectResources({ detectors: [envDetector] }));
   const batches = {
     ...(positive(env.OTEL_BSP_SCHEDULE_DELAY) ? { scheduledDelayMillis: positive(env.OTEL_BSP_SCHEDULE_DELAY)! } : {}),
@@ -106,11 +127,13 @@ export function createOtelTracer(env: NodeJS.ProcessEnv): Tracer {
   const provider = new TracerProvider({
     resource,
     sampler: samplerFrom(env),
-    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter(), ...batches })],
+    spanProcessors: [new BatchSpanProcessor({ exporter: await exporterFor(protocol), ...batches })],
   });
   const tracer = provider.getTracer('plaza', packageVersion);
   return {
     enabled: true,
+    protocol,
+    ...(asked ? { unsupportedProtocol: asked } : {}),
     startSpan(name: string, options: SpanOptions = {}): TraceSpan {
       const links = linksOf(options.links);
       const span = tracer.startSpan(

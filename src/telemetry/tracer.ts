@@ -27,6 +27,10 @@ export interface Tracer {
   /** False for the no-op: call sites skip all tracing work. */
   readonly enabled: boolean;
   startSpan(name: string, options?: SpanOptions): TraceSpan;
+  /** How spans are encoded (the SDK's tracer): http/protobuf or http/json. */
+  readonly protocol?: string;
+  /** OTEL_EXPORTER_OTLP_PROTOCOL named one Plaza does not speak (grpc): it exports over http/protobuf instead. */
+  readonly unsupportedProtocol?: string;
   /** Exports what is buffered and stops. */
   shutdown(): Promise<void>;
 }

@@ -61,6 +61,8 @@ describe('OpenTelemetry traces', () => {
         PLAZA_MODULES_FILE: modules,
         METRICS_PORT: String(PLAZA_PORTS.metrics),
         OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+        // The collector of the test reads JSON (the default is http/protobuf).
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
         OTEL_SERVICE_NAME: 'plaza-under-test',
         OTEL_BSP_SCHEDULE_DELAY: '100',
       },

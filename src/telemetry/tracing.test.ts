@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { notificationHeaders } from '../delivery/dispatch/sender.js';
 import { signatureHeader } from '../delivery/dispatch/signature.js';
+import { exportProtocol } from './otel-tracer.js';
 import { activeTracer, noopTracer, startTracing, tracingWanted } from './tracing.js';
 
 describe('the tracer facade', () => {
@@ -14,6 +15,13 @@ describe('the tracer facade', () => {
     assert.equal(tracingWanted({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'TRUE' }), false);
     assert.equal(tracingWanted({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'false' }), true);
     assert.equal(tracingWanted({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_TRACES_EXPORTER: 'none' }), false);
+  });
+
+  test('spans are encoded as OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL says, http/protobuf by default; grpc falls back to it, named', () => {
+    assert.deepEqual(exportProtocol({}), { protocol: 'http/protobuf' });
+    assert.deepEqual(exportProtocol({ OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }), { protocol: 'http/json' });
+    assert.deepEqual(exportProtocol({ OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf' }), { protocol: 'http/protobuf' });
+    assert.deepEqual(exportProtocol({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }), { protocol: 'http/protobuf', asked: 'grpc' });
   });
 
   test('without an endpoint startTracing keeps the no-op, whose spans are one shared object', async () => {

@@ -41,7 +41,7 @@ export function tracingWanted(env: NodeJS.ProcessEnv): boolean {
 export async function startTracing(env: NodeJS.ProcessEnv = process.env): Promise<Tracer> {
   if (!tracingWanted(env) || current.enabled) return current;
   const { createOtelTracer } = await import('./otel-tracer.js');
-  current = createOtelTracer(env);
+  current = await createOtelTracer(env);
   return current;
 }
 
