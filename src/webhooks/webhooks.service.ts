@@ -40,6 +40,7 @@ export interface CreateWebhookInput {
   headers?: Record<string, string>;
   delivery_mode?: string;
   filter?: Record<string, unknown> | null;
+  send_traceparent?: boolean;
 }
 
 export interface UpdateWebhookInput {
@@ -50,6 +51,7 @@ export interface UpdateWebhookInput {
   active?: boolean;
   delivery_mode?: string;
   filter?: Record<string, unknown> | null;
+  send_traceparent?: boolean;
 }
 
 /** Collects one FieldError per bad field, so a client sees every problem at once. */
@@ -150,6 +152,7 @@ export async function createWebhook(db: Database, principal: Principal, marketpl
       secretEncrypted: encryptSecret(settings.secretsKey, secret),
       deliveryMode: deliveryMode ?? 'all',
       filter: filter!,
+      sendTraceparent: input.send_traceparent ?? false,
       now,
     }, settings.limitPerTenant);
     // The headers in clear are the ones just sealed: no need to open them again.
@@ -172,6 +175,7 @@ export async function changeWebhook(db: Database, principal: Principal, marketpl
   if (input.active !== undefined) changes.active = input.active;
   if (input.delivery_mode !== undefined) changes.deliveryMode = checks.deliveryMode(input.delivery_mode);
   if (input.filter !== undefined) changes.filter = checks.filter(input.filter);
+  if (input.send_traceparent !== undefined) changes.sendTraceparent = input.send_traceparent;
   checks.throwIfAny();
   if (headers !== undefined) changes.headersEncrypted = sealHeaders(settings.secretsKey, headers);
   if (changes.sellerId !== undefined) {
