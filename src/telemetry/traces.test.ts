@@ -15,10 +15,6 @@ import { createTestDatabase, type TestDatabase } from '../testing/test-database.
 import { waitFor } from '../testing/wait.js';
 
 const RECORDER = join(projectRoot, 'dist/src/testing/module-recorder.js');
-// OTLP collector and Plaza's ports (the operations listener's too): this suite's own range.
-const COLLECTOR_PORT = 4150;
-const PLAZA_PORTS = { port: 4151, metrics: 4152 };
-const PLAIN_PORTS = { port: 4153, metrics: 4154 };
 
 // A producer's trace that the event request carries in: the request's span goes on from it.
 const PRODUCER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
@@ -41,7 +37,7 @@ describe('OpenTelemetry traces', () => {
   before(async () => {
     db = await createTestDatabase();
     await seedTenant(db, { sellerId: 1, marketplaceCode: 'MKT', role: 'admin', username: 'alice' });
-    collector = await OtlpCollector.start(COLLECTOR_PORT);
+    collector = await OtlpCollector.start();
     receiver = await Receiver.start();
     env = { DATABASE_URL: db.url, ...sharedKeyEnv(), NODE_OPTIONS: `--import=${RECORDER}` };
   });
@@ -59,14 +55,12 @@ describe('OpenTelemetry traces', () => {
       {
         ...env,
         PLAZA_MODULES_FILE: modules,
-        METRICS_PORT: String(PLAZA_PORTS.metrics),
         OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
         // The collector of the test reads JSON (the default is http/protobuf).
         OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
         OTEL_SERVICE_NAME: 'plaza-under-test',
         OTEL_BSP_SCHEDULE_DELAY: '100',
       },
-      { port: PLAZA_PORTS.port },
     );
     const { token } = await login(plaza.url, 'alice', STRONG_PASSWORD);
     const hook = await createWebhook(plaza.url, token, 'MKT', { code: 'traced', topic: 'order/update', callback_url: receiver.url(), send_traceparent: true });
@@ -150,7 +144,7 @@ describe('OpenTelemetry traces', () => {
   test('without OTEL_EXPORTER_OTLP_ENDPOINT, or with OTEL_SDK_DISABLED=true, no OpenTelemetry SDK module is loaded', { timeout: 120_000 }, async () => {
     for (const [name, extra] of [['unset', {}], ['disabled', { OTEL_SDK_DISABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: collector.url }]] as const) {
       const modules = join(dir, `${name}.txt`);
-      const plaza = await startPlaza({ ...env, ...extra, PLAZA_MODULES_FILE: modules, METRICS_PORT: String(PLAIN_PORTS.metrics) }, { port: PLAIN_PORTS.port });
+      const plaza = await startPlaza({ ...env, ...extra, PLAZA_MODULES_FILE: modules });
       const { token } = await login(plaza.url, 'alice', STRONG_PASSWORD);
       assert.equal((await call(plaza.url, 'POST', '/v1/MKT/events', { token, body: orderEvent(1, `ORD-${name}`, 2) })).status, 202);
       assert.equal((await plaza.kill('SIGTERM')).code, 0);
