@@ -5,7 +5,7 @@
 
 /** Lowest first. A root file is in the layer its line names; a folder with all it holds. */
 const LAYERS = [
-  ['core', '^src/(settings|net)/|^src/(clock|paths|logging|config|config-docs|metrics|control-characters|secret-names)[.]ts$'],
+  ['core', '^src/(settings|net|telemetry)/|^src/(clock|paths|logging|config|config-docs|metrics|control-characters|secret-names)[.]ts$'],
   ['db', '^src/db/'],
   ['accounts', '^src/accounts/'],
   ['platform', '^src/(http|keys|maintenance|backup)/|^src/(keys|deps|startup-errors)[.]ts$'],

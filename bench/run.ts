@@ -4,13 +4,14 @@ import { parseArgs } from 'node:util';
 import { progress } from './lib/cleanup.js';
 import { createBenchDatabase, dropAbandonedDatabases, type BenchDatabase, type Engine } from './lib/database.js';
 import { killAll } from './lib/processes.js';
+import { startTraceSink, type TraceSink } from './lib/trace-sink.js';
 import { scaleFor, type Row, type RunState } from './lib/scenario.js';
 import { headerLines, machineLine, resultsMarkdown, rowLine } from './lib/table.js';
 import { select, USAGE } from './scenarios/index.js';
 
 async function main(): Promise<number> {
   const { values, positionals } = parseArgs({
-    options: { smoke: { type: 'boolean', default: false }, db: { type: 'string' }, repeat: { type: 'string', default: '1' }, help: { type: 'boolean', short: 'h' } },
+    options: { smoke: { type: 'boolean', default: false }, traces: { type: 'boolean', default: false }, db: { type: 'string' }, repeat: { type: 'string', default: '1' }, help: { type: 'boolean', short: 'h' } },
     allowPositionals: true,
   });
   if (values.help) {
@@ -28,10 +29,18 @@ async function main(): Promise<number> {
     engines = [values.db];
   }
   if (engines.includes('postgres')) await dropAbandonedDatabases(process.env.DATABASE_URL!);
+  // --traces: every service exports its spans over OTLP/HTTP, to OTEL_EXPORTER_OTLP_ENDPOINT when
+  // set (a real collector), else to a sink of the bench's that discards them (lib/trace-sink.ts).
+  let sink: TraceSink | undefined;
+  if (values.traces && !process.env.OTEL_EXPORTER_OTLP_ENDPOINT) {
+    sink = await startTraceSink(Number(process.env.BENCH_TRACE_SINK_PORT ?? 0));
+    process.env.OTEL_EXPORTER_OTLP_ENDPOINT = sink.url;
+  }
+  const tracing = values.traces || Boolean(process.env.OTEL_EXPORTER_OTLP_ENDPOINT);
   const scale = scaleFor(values.smoke!);
   const startedAt = new Date();
   const machine = await machineLine();
-  console.log(`Plaza benchmarks (${values.smoke ? 'smoke' : 'full'}) on ${machine}\n`);
+  console.log(`Plaza benchmarks (${values.smoke ? 'smoke' : 'full'}${tracing ? ', traces on' : ''}) on ${machine}\n`);
   console.log(headerLines().join('\n'));
 
   const rows: Row[] = [];
@@ -42,7 +51,7 @@ async function main(): Promise<number> {
   const command = `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`;
   // Rewritten after every scenario, so that an interrupted run still leaves what it measured.
   const write = (finished: boolean) =>
-    writeFileSync(`${dir}${name}`, resultsMarkdown(rows, { machine, startedAt, mode: `${values.smoke ? 'smoke' : 'full'}${finished ? '' : ', in progress'}`, command }));
+    writeFileSync(`${dir}${name}`, resultsMarkdown(rows, { machine, startedAt, mode: `${values.smoke ? 'smoke' : 'full'}${tracing ? ', traces on' : ''}${finished ? '' : ', in progress'}`, command }));
 
   for (const engine of engines) {
     const state: RunState = { peakRss: [], serverMemory: [] };
@@ -78,6 +87,10 @@ async function main(): Promise<number> {
   }
 
   write(true);
+  if (sink) {
+    console.log(`\nTraces: ${sink.exports} OTLP exports, ${(sink.bytes / 1024 / 1024).toFixed(1)} MiB, to the bench's sink.`);
+    await sink.close();
+  }
   console.log(`\nWritten to bench/results/${name} in ${((Date.now() - startedAt.getTime()) / 1000).toFixed(0)} s.`);
   // Missing a target is a finding, not a failure; only a scenario that could not measure fails the run.
   return rows.some((row) => row.met === 'BROKEN') ? 1 : 0;

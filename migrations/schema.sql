@@ -119,7 +119,8 @@ CREATE TABLE events (
   created_by integer,
   created_at timestamp with time zone NOT NULL,
   created_by_api_key integer,
-  unchanged boolean NOT NULL DEFAULT false
+  unchanged boolean NOT NULL DEFAULT false,
+  trace_context text
 );
 
 CREATE TABLE jwt_signing_keys (
@@ -343,7 +344,8 @@ CREATE TABLE webhooks (
   failing_since timestamp with time zone,
   headers_encrypted text,
   delivery_mode text NOT NULL DEFAULT 'all'::text,
-  filter jsonb
+  filter jsonb,
+  send_traceparent boolean NOT NULL DEFAULT false
 );
 
 ALTER TABLE admin_audit ADD CONSTRAINT admin_audit_pkey PRIMARY KEY (id);

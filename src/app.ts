@@ -35,6 +35,8 @@ import { deliveryRoutes } from './delivery/deliveries.routes.js';
 import { notificationFeedRoutes } from './delivery/notifications.routes.js';
 import { createMetrics } from './metrics.js';
 import { requestMetrics } from './http/request-metrics.js';
+import { requestSpans } from './http/request-spans.js';
+import { activeTracer } from './telemetry/tracing.js';
 import { refuseTrailingSlash } from './http/trailing-slash.js';
 import { testNotificationRoutes } from './delivery/test-notification.routes.js';
 import { portalLinkRoutes } from './portal/portal-links.routes.js';
@@ -84,6 +86,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   const app = Fastify(options).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
+  // First of all hooks: a request's span covers everything Plaza does with it (docs/operations.md, Traces).
+  const tracer = activeTracer();
+  if (tracer.enabled) await app.register(requestSpans, { tracer });
   app.setValidatorCompiler(createValidatorCompiler());
   app.addHook('preValidation', refuseUnfitInput);
   // Only JSON bodies are part of the API; anything else is 415.

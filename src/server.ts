@@ -17,6 +17,7 @@ import { startOperationsListener } from './operations/operations-listener.js';
 import { loadKeys, startKeyReloader } from './keys.js';
 import { createLogger } from './logging.js';
 import { listenNamed } from './startup-errors.js';
+import { startTracing, stopTracing } from './telemetry/tracing.js';
 
 export type Role = 'all' | 'api' | 'worker';
 
@@ -48,6 +49,11 @@ export function generatedKeyWarning(file: string) {
 /** `plaza serve`: the API, the delivery worker, or both, and the maintenance, until SIGTERM or SIGINT. */
 export async function serve(config: Config, role: Role): Promise<void> {
   const logger = createLogger(config);
+  // Before the app is built: its request spans are registered only when traces are exported.
+  const tracer = await startTracing(process.env);
+  // The endpoint is not logged: a collector's URL may carry a token.
+  if (tracer.enabled) logger.info({ serviceName: process.env.OTEL_SERVICE_NAME ?? 'plaza', protocol: tracer.protocol }, 'exporting traces over OTLP/HTTP');
+  if (tracer.unsupportedProtocol) logger.warn({ asked: tracer.unsupportedProtocol, protocol: tracer.protocol }, 'OTEL_EXPORTER_OTLP_PROTOCOL names a protocol Plaza does not export with; using http/protobuf');
   // A signal may come at any moment of the start (an orchestrator, a Ctrl-C while the embedded
   // server is initialised): it is taken from here on and acted on once the start is complete, so
   // that shutdown always drains and stops the embedded server instead of Node's default of dying
@@ -135,6 +141,8 @@ export async function serve(config: Config, role: Role): Promise<void> {
     const listeners = [app, operations.app].filter((listener) => listener !== undefined);
     await Promise.allSettled([...listeners.map((listener) => closeWithin(listener, config.SHUTDOWN_TIMEOUT_MS, logger)), worker?.stop(), maintenance.stop()]);
     await db.close();
+    // The last spans (the stop's sends and completions) go out before the process ends.
+    await stopTracing().catch((error: unknown) => logger.warn({ err: error }, 'exporting the last spans failed'));
     logger.info('stopped');
     process.exit(0);
   };

@@ -204,6 +204,14 @@ async function bulkInsertCeiling(job: WithEnv & { marketplace: string; sellerId:
   });
 }
 
+/** Scenario 6's second row: the same filter on every webhook of the marketplace (SQL, as the webhooks were made). */
+async function setFilters(job: WithEnv & { marketplace: string; filter: Record<string, unknown> }): Promise<{ rows: number }> {
+  return withDatabase(job.env, async (db) => {
+    const result = await db.query(`UPDATE webhooks SET filter = $2::jsonb WHERE marketplace_code = $1`, [job.marketplace, JSON.stringify(job.filter)]);
+    return { rows: result.rowCount ?? 0 };
+  });
+}
+
 serveRequests({
   prepare: async (job: WithEnv) => {
     await withDatabase(job.env, async () => undefined);
@@ -213,4 +221,5 @@ serveRequests({
   seed,
   'refresh-ceiling': refreshCeiling,
   'bulk-insert-ceiling': bulkInsertCeiling,
+  'set-filters': setFilters,
 });

@@ -1,6 +1,6 @@
 import { Pool } from 'undici';
 import { serveRequests } from '../lib/ipc.js';
-import { orderEvent, type EventRequest } from '../lib/payloads.js';
+import { orderEvent, publicationUpdate, type EventRequest } from '../lib/payloads.js';
 import { sleep, wallNow } from '../lib/processes.js';
 
 /** Sends events to POST /v1/{mkt}/events from its own process (the load must not share the service's CPU accounting). */
@@ -17,12 +17,12 @@ interface Accepted {
   body: string;
 }
 
-async function post(pool: Pool, target: Target, reference: string, topic?: EventRequest['topic']): Promise<Accepted> {
+async function post(pool: Pool, target: Target, reference: string, topic?: EventRequest['topic'], event: object = orderEvent(target.sellerId, reference, topic)): Promise<Accepted> {
   const { statusCode, body } = await pool.request({
     method: 'POST',
     path: `/v1/${target.marketplace}/events`,
     headers: { authorization: `Bearer ${target.token}`, 'content-type': 'application/json' },
-    body: JSON.stringify(orderEvent(target.sellerId, reference, topic)),
+    body: JSON.stringify(event),
   });
   const text = await body.text();
   const deliveries = statusCode === 202 ? (JSON.parse(text) as { deliveries: number }).deliveries : -1;
@@ -39,8 +39,11 @@ serveRequests({
   /**
    * As fast as `concurrency` requests at a time allow; every event must be accepted with
    * `expectDeliveries`. `startedAt` is the wall time of the first request (the receivers' clock).
+   * Orders `<prefix><i>` by default; with `publications`, event i is revision ⌊i / count⌋ of
+   * publication 1 + i mod count (publicationUpdate), so that one publication's revisions are taken
+   * in one after the other, `count` events apart.
    */
-  preload: async (job: Target & { prefix: string; count: number; concurrency: number; expectDeliveries: number }) => {
+  preload: async (job: Target & { prefix: string; count: number; concurrency: number; expectDeliveries: number; publications?: { connectionId: number; count: number } }) => {
     const pool = new Pool(job.baseUrl, { connections: job.concurrency });
     const startedAt = wallNow();
     const started = performance.now();
@@ -49,8 +52,11 @@ serveRequests({
     await Promise.all(
       Array.from({ length: job.concurrency }, async () => {
         while (next < job.count && failures.length === 0) {
-          const reference = `${job.prefix}${next++}`;
-          const failure = failureOf(reference, await post(pool, job, reference), job.expectDeliveries);
+          const i = next++;
+          const reference = `${job.prefix}${i}`;
+          const publications = job.publications;
+          const event = publications ? publicationUpdate(job.sellerId, publications.connectionId, 1 + (i % publications.count), Math.floor(i / publications.count)) : undefined;
+          const failure = failureOf(reference, await post(pool, job, reference, undefined, event), job.expectDeliveries);
           if (failure) failures.push(failure);
         }
       }),

@@ -44,3 +44,45 @@ export function orderEvent(sellerId: number, reference: string, topic: EventRequ
     author: 'bench',
   };
 }
+
+/**
+ * Revision `revision` of publication `id` (about 1.5 KB), as a `publication/update` event without
+ * `changes`: from the second revision on, Plaza computes them against the snapshot of the one
+ * before (the price and the stock change with every revision, the rest stays).
+ */
+export function publicationUpdate(sellerId: number, connectionId: number, id: number, revision: number) {
+  return {
+    topic: 'publication/update' as const,
+    seller_id: sellerId,
+    entity_id: id,
+    marketplace_connection_id: connectionId,
+    publication: {
+      id,
+      sku: `SKU-${id}`,
+      title: 'Mate de calabaza curado, con virola de alpaca y bombilla',
+      price: 5000 + revision * 10,
+      stock: 100 - revision,
+      active: true,
+      revisionStatus: 'APPROVED',
+      createdAt: '2026-11-01T10:00:00-03:00',
+      product: {
+        id: 10_000 + id,
+        sku: `SKU-${id}`,
+        name: 'Mate de calabaza',
+        description: 'Mate de calabaza curado a mano, virola de alpaca cincelada, base de cuero. Incluye bombilla de alpaca y cepillo de limpieza.',
+        brand: 'Bench',
+        dimensions: { height: 12, width: 9, depth: 9, weight: 0.35 },
+        images: [
+          { name: 'front.jpg', position: 1, url: 'https://example.com/images/front.jpg' },
+          { name: 'side.jpg', position: 2, url: 'https://example.com/images/side.jpg' },
+        ],
+      },
+      marketplaceConnection: { id: connectionId, configName: 'main', seller: { id: sellerId, name: 'Bench seller', active: true }, marketplace: { id: 1, codigo: 'bench', name: 'Bench' } },
+      publicationOptions: [
+        { id: 1, name: 'Color', value: 'Marrón', stock: 60 - revision },
+        { id: 2, name: 'Color', value: 'Negro', stock: 40 },
+      ],
+    },
+    author: 'bench',
+  };
+}

@@ -7,7 +7,11 @@ import type { BenchDatabase } from './database.js';
 import { processCpuMs } from './cpu.js';
 import { embeddedServerMemory, freePort, peakRssMiB, sleep, track, untrack, wallNow } from './processes.js';
 
-export const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
+/**
+ * The service's entry point: this checkout's build, or BENCH_SERVICE_MAIN (another checkout's
+ * dist/src/main.js) for an A/B of two builds on the same seeding, drivers and receivers.
+ */
+export const MAIN = process.env.BENCH_SERVICE_MAIN ?? fileURLToPath(new URL('../../src/main.js', import.meta.url));
 
 /** Settings every benchmarked service gets; a scenario may add or override some. */
 export function serviceEnv(db: BenchDatabase, port: number, extra: Record<string, string> = {}): Record<string, string> {
@@ -28,8 +32,16 @@ export function serviceEnv(db: BenchDatabase, port: number, extra: Record<string
     // Receivers listen on 127.0.0.1, which the address policy refuses by default.
     WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
     SHUTDOWN_TIMEOUT_MS: '3000',
+    // Traces (`--traces`, or OTEL_EXPORTER_OTLP_ENDPOINT set for the bench): the services export as
+    // the bench's environment says (docs/performance.md, "The cost of traces").
+    ...otelEnv(),
     ...extra,
   };
+}
+
+/** The OTEL_* variables of the bench's environment, passed on to every service. */
+function otelEnv(): Record<string, string> {
+  return Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => entry[0].startsWith('OTEL_') && entry[1] !== undefined));
 }
 
 /** The heap limit Plaza's launch commands give Node (package.json, Dockerfile, deploy/plaza.service; docs/operations.md, "Memory"). */

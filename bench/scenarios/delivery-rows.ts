@@ -21,10 +21,10 @@ export function cpuPerDelivery(run: DeliveryRun, sender: string): { micros: numb
 
 const micros = (value: number | undefined) => (value === undefined ? 'unknown' : `${value} µs`);
 
-export function cpuRow(label: string, engine: Row['database'], run: DeliveryRun): Row {
+export function cpuRow(label: string, engine: Row['database'], run: DeliveryRun, scenario = '4'): Row {
   const cpu = cpuPerDelivery(run, 'Plaza');
   return {
-    scenario: `4 CPU per delivery, ${label} (${cpu.parts})`,
+    scenario: `${scenario} CPU per delivery, ${label} (${cpu.parts})`,
     database: engine,
     figure: micros(cpu.micros),
     ceiling: '—',

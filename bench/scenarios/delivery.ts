@@ -5,7 +5,7 @@ import type { BenchDatabase } from '../lib/database.js';
 import { meteredDelivery, type DeliveryRun } from '../lib/delivery-run.js';
 import { runHelper } from '../lib/ipc.js';
 import { Receivers } from '../lib/receivers.js';
-import { met, percent, perSecond, seconds, type Scenario, type ScenarioContext } from '../lib/scenario.js';
+import { met, percent, perSecond, seconds, type Row, type Scenario, type ScenarioContext } from '../lib/scenario.js';
 import { Service } from '../lib/service.js';
 import { runGraphileWorkerPeer } from '../peers/graphile-worker.js';
 import { MARKETPLACE, SELLER_ID, seedTenant } from './common.js';
@@ -24,7 +24,14 @@ interface Outbox {
   db: BenchDatabase;
   /** The API-only process that took the events in; it stays up, idle, while the outbox is delivered. */
   api: Service;
+  /** Events per second the API took in, INTAKE_CONCURRENCY requests at a time. */
+  intakePerSecond: number;
 }
+
+/** What fills the outbox: `order/create` events (scenario 4), or publication updates (scenario 12). */
+type EventKind = 'orders' | 'publication-updates';
+/** Scenario 12: each publication gets this many revisions, so all but its first have computed changes. */
+const REVISIONS = 10;
 
 /**
  * A new database whose outbox holds `scale.events` events × the receivers' webhooks (order-<i>),
@@ -32,17 +39,18 @@ interface Outbox {
  * the server they join) and its CPU counts with theirs; the caller stops it. `memoryOf` notes its
  * memory for scenario 8.
  */
-async function fillOutbox(ctx: ScenarioContext, receivers: Receivers, onExit: (stop: () => Promise<unknown>) => void, memoryOf?: string): Promise<Outbox> {
+async function fillOutbox(ctx: ScenarioContext, receivers: Receivers, onExit: (stop: () => Promise<unknown>) => void, memoryOf?: string, kind: EventKind = 'orders'): Promise<Outbox> {
   const db = await ctx.newDatabase();
-  const { users } = await seedTenant(db, 1);
+  const { users, connectionId } = await seedTenant(db, 1);
   const api = await Service.start(db, { role: 'api' });
   onExit(() => api.stop());
   const { token } = await login(api.baseUrl, users[0]!.username, users[0]!.password);
+  const topic = kind === 'orders' ? 'order/create' : 'publication/update';
   for (const [i, url] of receivers.urls.entries()) {
-    await createWebhook(api.baseUrl, token, MARKETPLACE, { code: `sink-${i}`, topic: 'order/create', callback_url: `${url}/hooks/${i}` });
+    await createWebhook(api.baseUrl, token, MARKETPLACE, { code: `sink-${i}`, topic, callback_url: `${url}/hooks/${i}` });
   }
-  progress(`intake of ${ctx.scale.events} events (API only)`);
-  await runHelper('event-driver', 'preload', {
+  progress(`intake of ${ctx.scale.events} ${kind === 'orders' ? 'order events' : 'publication updates'} (API only)`);
+  const intake = await runHelper<{ elapsedMs: number }>('event-driver', 'preload', {
     baseUrl: api.baseUrl,
     token,
     marketplace: MARKETPLACE,
@@ -51,12 +59,18 @@ async function fillOutbox(ctx: ScenarioContext, receivers: Receivers, onExit: (s
     count: ctx.scale.events,
     concurrency: INTAKE_CONCURRENCY,
     expectDeliveries: WEBHOOKS,
+    ...(kind === 'orders' ? {} : { publications: { connectionId, count: Math.ceil(ctx.scale.events / REVISIONS) } }),
   });
   if (memoryOf) {
     ctx.state.peakRss.push({ scenario: memoryOf, process: 'serve --role api', mib: (await api.peakRssMiB()) ?? Number.NaN });
     await recordServerMemory(ctx, memoryOf, api);
   }
-  return { db, api };
+  return { db, api, intakePerSecond: (ctx.scale.events * 1000) / intake.elapsedMs };
+}
+
+/** The intake's rate while an outbox filled: a figure without target (the deliveries are what scenario 4 measures). */
+function intakeRow(label: string, engine: Row['database'], outbox: Outbox): Row {
+  return { scenario: `${label} intake (${INTAKE_CONCURRENCY} requests at a time, ${WEBHOOKS} webhooks each)`, database: engine, figure: `${perSecond(outbox.intakePerSecond)} events`, ceiling: '—', ratio: '—', target: '—', met: 'n/a' };
 }
 
 /**
@@ -147,6 +161,7 @@ export const deliveryThroughput: Scenario = {
           target: `≥ ${percent(target)}`,
           met: met(ratio >= target),
         },
+        intakeRow('4', engine, first),
         cpuRow('1 worker', engine, run),
         ...peerRows(engine, run, peer),
         ...fleets.flatMap(({ workers, run: fleet }) => fleetRows(engine, workers, fleet, run)),
@@ -178,6 +193,31 @@ export const noisyNeighbour: Scenario = {
           target: '≥ 90%',
           met: met(ratio >= 0.9),
         },
+      ];
+    }),
+};
+
+/**
+ * 12: scenario 4's first row with publication updates instead of order creations: each event is a
+ * revision of one of events/10 publications, sent without `changes`, so that the intake replaces
+ * the publication's snapshot and computes the changes (issue 31). Its figures are for an A/B against
+ * a build without snapshots (BENCH_SERVICE_MAIN, bench/README.md): within 10 % is the aim.
+ */
+export const publicationUpdates: Scenario = {
+  id: '12',
+  name: 'publication updates',
+  run: (ctx) =>
+    withCleanup(async (onExit) => {
+      const receivers = await Receivers.start(WEBHOOKS);
+      onExit(() => receivers.stop());
+      const expected = ctx.scale.events * WEBHOOKS;
+      const outbox = await fillOutbox(ctx, receivers, onExit, undefined, 'publication-updates');
+      const run = await deliverOutbox(ctx, outbox, receivers, 1, expected, onExit);
+      await outbox.api.stop();
+      return [
+        intakeRow(`12 publication updates (${ctx.scale.events} events, ${REVISIONS} revisions each)`, ctx.engine, outbox),
+        { scenario: `12 publication updates, delivery (${howMany(run)} in ${seconds(run.spanMs)})`, database: ctx.engine, figure: perSecond(run.perSecond), ceiling: '—', ratio: '—', target: '—', met: 'n/a' },
+        cpuRow('1 worker', ctx.engine, run, '12'),
       ];
     }),
 };

@@ -25,6 +25,8 @@ import {
   ReplayResult,
   WebhookParams,
 } from './deliveries.schemas.js';
+import type { Static } from 'typebox';
+import { withNotification } from './notification-json.js';
 import { nextPageLink } from '../http/pagination.js';
 import { apiActor } from '../webhooks/webhook-history.js';
 
@@ -82,11 +84,13 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app
         response: { 200: DeliveryDetail, ...problemResponses(400, 401, 404, 409) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const webhook = await webhookOf(request, request.params);
-      const { delivery, attempts } = await history.withAttempts(webhook, request.params.id);
+      const { delivery, attempts, notification } = await history.withAttempts(webhook, request.params.id);
       const { attempts: count, ...rest } = deliveryItem(delivery);
-      return { ...rest, attempt_count: count, attempts: attempts.map(attemptItem) };
+      const fields: Omit<Static<typeof DeliveryDetail>, 'notification'> = { ...rest, attempt_count: count, attempts: attempts.map(attemptItem) };
+      // Written by hand (DeliveryDetail documents it), as the feed's items: the body goes out byte for byte.
+      return reply.type('application/json; charset=utf-8').send(withNotification(fields, notification) as never);
     },
   );
 

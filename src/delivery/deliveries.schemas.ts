@@ -83,6 +83,10 @@ export const DeliveryDetail = Type.Object({
   ...detailFields,
   attempt_count: Type.Integer({ description: 'Attempts made so far (the list view calls it attempts).' }),
   attempts: Type.Array(AttemptItem, { description: 'Each attempt, oldest first.' }),
+  notification: Type.Object({}, {
+    additionalProperties: true,
+    description: 'The notification body exactly as it is (or, for a delivery not sent yet, would be) sent: the bytes the receiver gets and signs over, as in the notification feed. Only here, not in the list: a body can be large.',
+  }),
 });
 
 export const ReplayBody = Type.Object(
@@ -132,7 +136,7 @@ export function deliveryItem(row: DeliverySummary): DeliveryItem {
     last_error: row.last_error,
     created_at: iso(row.created_at)!,
     completed_at: iso(row.completed_at),
-    blocked_by: row.blocked_by,
+    blocked_by: row.blocked_by === null ? null : Number(row.blocked_by),
     sequence: row.sequence === null ? null : Number(row.sequence),
     superseded_by: row.superseded_by === null ? null : Number(row.superseded_by),
   };

@@ -7,21 +7,18 @@ import { loadWebhookForPrincipal } from '../webhooks/webhook-access.js';
 import { FeedWaiters } from './history/feed-waiters.js';
 import { notificationFeed } from './history/notification-feed.js';
 import type { FeedRow } from './history/notification-feed.repository.js';
+import { withNotification } from './notification-json.js';
 import { FEED_DEFAULT_PAGE_SIZE, FeedPageSchema, FeedParams, FeedQuery } from './notifications.schemas.js';
 
-/**
- * The item as JSON text, the body spliced in as stored: parsed and written again, a body's numbers
- * could change form (1.0 → 1) and keys that look like integers would move to the front.
- */
+/** The item as JSON text, the body spliced in as stored (withNotification). */
 function itemJson(row: FeedRow): string {
-  const head = JSON.stringify({
+  return withNotification({
     webhook_id: row.message_id,
     created_at: new Date(row.created_at).toISOString(),
     entity_id: row.entity_id,
     sequence: row.sequence === null ? null : Number(row.sequence),
     topic_path: row.topic_path,
-  });
-  return `${head.slice(0, -1)},"notification":${row.body}}`;
+  }, row.body);
 }
 
 export const notificationFeedRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, deps) => {

@@ -16,6 +16,7 @@ import { replaceSnapshot } from './snapshots/snapshots.repository.js';
 import { validateEvent } from './validate-event.js';
 import { supersedeEarlier } from './supersede.js';
 import { canonicalJson } from './canonical-json.js';
+import { activeTracer, type TraceSpan } from '../telemetry/tracing.js';
 
 export { canonicalJson };
 
@@ -64,12 +65,41 @@ export function entityOrderKey(marketplaceCode: string, sellerId: number, entity
  * The body's size is taken from the sender's event storage budget once the body is known, after the
  * repeat lookup (a repeat costs nothing) and the validation, before the transaction commits (a
  * refusal rolls everything back), and given back when nothing was stored after all.
+ * With traces exported, the intake is a span (child of the request's, `parent`) whose traceparent is
+ * stored with the event: every send of its deliveries links to it (docs/operations.md, Traces).
  */
 export async function acceptEvent(
   deps: { db: Database; clock: Clock; tenantRateLimits?: TenantRateLimits; skipUnchanged?: boolean },
   principal: Principal,
   marketplaceCode: string,
   event: EventBody,
+  parent?: TraceSpan,
+): Promise<EventAccepted> {
+  const tracer = activeTracer();
+  if (!tracer.enabled) return accept(deps, principal, marketplaceCode, event, null);
+  const span = tracer.startSpan('plaza.intake', {
+    kind: 'producer',
+    parent: parent ?? null,
+    attributes: { 'plaza.marketplace': marketplaceCode, 'plaza.event.topic': event.topic, 'plaza.seller.id': event.seller_id },
+  });
+  try {
+    const accepted = await accept(deps, principal, marketplaceCode, event, span.traceparent);
+    span.setAttributes({ 'plaza.event.id': accepted.event_id, 'plaza.deliveries': accepted.deliveries, 'plaza.event.unchanged': accepted.unchanged ?? false });
+    return accepted;
+  } catch (error) {
+    span.fail(error instanceof Error ? error.message : String(error));
+    throw error;
+  } finally {
+    span.end();
+  }
+}
+
+async function accept(
+  deps: { db: Database; clock: Clock; tenantRateLimits?: TenantRateLimits; skipUnchanged?: boolean },
+  principal: Principal,
+  marketplaceCode: string,
+  event: EventBody,
+  traceContext: string | null,
 ): Promise<EventAccepted> {
   const { db, clock } = deps;
   const hash = requestHash(event);
@@ -89,7 +119,7 @@ export async function acceptEvent(
   };
   try {
     const { accepted, inserted } = await insertWithDeliveries(db, principal, marketplaceCode, event, {
-      eventId, hash, now: clock.now(), clock, takeBytes, skipUnchanged: deps.skipUnchanged ?? true,
+      eventId, hash, now: clock.now(), clock, takeBytes, skipUnchanged: deps.skipUnchanged ?? true, traceContext,
     });
     if (!inserted) giveBack();
     return accepted;
@@ -107,6 +137,8 @@ interface Intake {
   /** Takes the body's bytes from the sender's budget (throws 429 past it). */
   takeBytes: (body: string) => void;
   skipUnchanged: boolean;
+  /** The intake span's traceparent, stored with the event; null without traces. */
+  traceContext: string | null;
 }
 
 async function insertWithDeliveries(
@@ -114,7 +146,7 @@ async function insertWithDeliveries(
   principal: Principal,
   marketplaceCode: string,
   event: EventBody,
-  { eventId, hash, now, clock, takeBytes, skipUnchanged }: Intake,
+  { eventId, hash, now, clock, takeBytes, skipUnchanged, traceContext }: Intake,
 ): Promise<{ accepted: EventAccepted; inserted: boolean }> {
   return db.transaction(async (tx) => {
     const rowId = await insertEvent(tx, {
@@ -127,6 +159,7 @@ async function insertWithDeliveries(
       createdBy: principal.userId,
       createdByApiKey: principal.apiKeyId ?? null,
       now,
+      traceContext,
     }).catch(refuseIfUserGone('events_created_by_fkey'));
     if (rowId === undefined) {
       // Another request with this event_id committed first (we waited on its row).

@@ -11,6 +11,8 @@ export interface NewEvent {
   createdBy: number | null;
   createdByApiKey: number | null;
   now: Date;
+  /** The intake span's W3C traceparent when traces are exported (docs/operations.md, Traces); null otherwise. */
+  traceContext?: string | null;
 }
 
 export interface StoredEvent {
@@ -30,11 +32,11 @@ export interface StoredEvent {
  */
 export async function insertEvent(db: Queryable, event: NewEvent): Promise<number | undefined> {
   const { rows } = await db.query<{ id: number }>(
-    `INSERT INTO events (event_id, marketplace_code, topic, seller_id, entity_id, body, delivery_count, request_hash, created_by, created_by_api_key, created_at)
-     VALUES ($1, $2, $3, $4, $5, NULL, 0, $6, $7, $8, $9)
+    `INSERT INTO events (event_id, marketplace_code, topic, seller_id, entity_id, body, delivery_count, request_hash, created_by, created_by_api_key, created_at, trace_context)
+     VALUES ($1, $2, $3, $4, $5, NULL, 0, $6, $7, $8, $9, $10)
      ON CONFLICT (marketplace_code, seller_id, event_id) DO NOTHING
      RETURNING id`,
-    [event.eventId, event.marketplaceCode, event.topic, event.sellerId, event.entityId, event.requestHash, event.createdBy, event.createdByApiKey, event.now],
+    [event.eventId, event.marketplaceCode, event.topic, event.sellerId, event.entityId, event.requestHash, event.createdBy, event.createdByApiKey, event.now, event.traceContext ?? null],
   );
   return rows[0]?.id;
 }

@@ -5,6 +5,7 @@ import { principalOf } from '../http/principal.js';
 import { eventBodyLimit } from '../http/body-limits.js';
 import { problemResponses } from '../http/openapi.js';
 import { takeTenantLimit } from '../http/tenant-rate-limit.js';
+import { requestSpan } from '../http/request-spans.js';
 import { assertMarketplaceAccess } from '../webhooks/webhook-access.js';
 import { acceptEvent, assertMaySendFor } from './accept-event.js';
 import { parseJsonKeepingNumbersExact, refuseInexactNumbers } from './exact-numbers.js';
@@ -44,7 +45,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, d
       const { marketplace_code: marketplaceCode } = request.params;
       assertMaySendFor(principal, request.body.seller_id);
       await assertMarketplaceAccess(deps.db, principal, marketplaceCode);
-      const accepted = await acceptEvent(intake, principal, marketplaceCode, request.body);
+      const accepted = await acceptEvent(intake, principal, marketplaceCode, request.body, requestSpan(request));
       return reply.code(202).send(accepted);
     },
   );

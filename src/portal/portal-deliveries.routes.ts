@@ -78,8 +78,8 @@ export const portalDeliveryRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async
 
   const showDelivery = async (session: PortalSession, params: { marketplace_code: string; code: string; id: number }, notice?: { kind: 'success' | 'error'; text: string }) => {
     const webhook = await load(session, params);
-    const { delivery, attempts } = await history.withAttempts(webhook, params.id);
-    return deliveryDetailPage(pageContext(session, webhook.marketplace_code), webhook, delivery, attempts, notice);
+    const { delivery, attempts, notification } = await history.withAttempts(webhook, params.id);
+    return deliveryDetailPage(pageContext(session, webhook.marketplace_code), webhook, delivery, attempts, notification, notice);
   };
 
   app.get(`${one}/deliveries/:id`, { schema: { ...hide, params: DeliveryParams, querystring: DetailQuery }, preHandler: requireSession }, async (request, reply) => {

@@ -18,6 +18,8 @@ import { portalActor } from '../webhooks/webhook-history.js';
 import { detailHistory } from './portal-history.routes.js';
 import type { PortalSession } from './portal-sessions.js';
 import { assertInScope, loadScopedWebhook, refusedByTenantLimit, sendPage, sendRefusal, sessionOf, type PortalDeps, pageContext } from './portal-pages.js';
+import { webhookHealth } from '../delivery/history/attempt-health.js';
+import { healthSection } from './views/health-chart.js';
 import { filterText, secretPage, testNotice, webhookDetailPage, webhookFormPage, type WebhookFormValues } from './views/webhook-pages.js';
 import { latestNotification, parseFilterText } from './portal-filters.js';
 import { checkFilter, matchesFilter } from '../webhooks/filter/filter.js';
@@ -110,6 +112,8 @@ const headerLines = (headers: Record<string, string>) => Object.entries(headers)
 export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async (app, deps) => {
   const { db, clock, requireSession } = deps;
   const settings = webhookSettings(deps);
+  const health = webhookHealth(deps);
+  const healthOf = async (webhook: { id: number | string }) => healthSection(await health.all(Number(webhook.id)));
   const agent = createTestAgent(deps.config);
   app.addHook('onClose', async () => agent.close());
   const hooks = '/portal/:marketplace_code/webhooks';
@@ -181,7 +185,7 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
     const webhook = await load(session, request.params);
     const done = request.query.done;
     const notice = done ? { kind: 'success' as const, text: DONE_NOTICES[done] } : undefined;
-    return sendPage(reply, webhookDetailPage(pageContext(session, webhook.marketplace_code), webhook, await countHeldDeliveries(db, webhook.id), notice, await detailHistory(db, webhook)));
+    return sendPage(reply, webhookDetailPage(pageContext(session, webhook.marketplace_code), webhook, await countHeldDeliveries(db, webhook.id), notice, await detailHistory(db, webhook), undefined, await healthOf(webhook)));
   });
 
   app.get(`${one}/edit`, { schema: { ...hide, params: WebhookParams }, preHandler: requireSession }, async (request, reply) => {
@@ -222,7 +226,7 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
     const session = sessionOf(request);
     const webhook = await load(session, request.params);
     const page = async (notice: ReturnType<typeof testNotice>) =>
-      webhookDetailPage(pageContext(session, webhook.marketplace_code), webhook, await countHeldDeliveries(db, webhook.id), notice, await detailHistory(db, webhook));
+      webhookDetailPage(pageContext(session, webhook.marketplace_code), webhook, await countHeldDeliveries(db, webhook.id), notice, await detailHistory(db, webhook), undefined, await healthOf(webhook));
     const refusal = refusedByTenantLimit(deps, session, 'test');
     if (refusal) return sendRefusal(reply, refusal, await page({ kind: 'error', text: refusal.detail }));
     return sendPage(reply, await page(testNotice(await sendTestNotification(deps, agent, webhook, portalActor(session)))));
@@ -234,7 +238,7 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
     const webhook = await load(session, request.params);
     const draft = request.body.filter ?? '';
     const page = async (notice: { kind: 'success' | 'error'; text: string }, status = 200) =>
-      sendPage(reply, webhookDetailPage(pageContext(session, webhook.marketplace_code), webhook, await countHeldDeliveries(db, webhook.id), notice, await detailHistory(db, webhook), draft), status);
+      sendPage(reply, webhookDetailPage(pageContext(session, webhook.marketplace_code), webhook, await countHeldDeliveries(db, webhook.id), notice, await detailHistory(db, webhook), draft, await healthOf(webhook)), status);
     const parsed = parseFilterText(draft);
     if ('error' in parsed) return page({ kind: 'error', text: `Filter: ${parsed.error}` }, 400);
     const problems = parsed.filter === null ? [] : checkFilter(parsed.filter);

@@ -162,6 +162,15 @@ describe('webhook portal in Chromium', { skip }, () => {
     await heading(page, 'Deliveries of Orders to ERP');
     await reloadUntil(page, '500');
     await checkPage(page, 'deliveries');
+    // Scannable: the entity and the topic of each delivery; filters are GET parameters (a link), kept by the entity links.
+    const logRow = await page.locator('tbody tr').first().innerText();
+    assert.match(logRow, /ORD-100/);
+    assert.match(logRow, /order\/create/);
+    await page.getByLabel('Entity id').fill('ORD-100');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/\/deliveries\?.*entity_id=ORD-100/);
+    assert.equal(await page.getByLabel('Entity id').inputValue(), 'ORD-100', 'the filtered log shows its filter');
+    assert.match(await page.getByRole('link', { name: 'ORD-100' }).first().getAttribute('href') ?? '', /\/deliveries\?entity_id=ORD-100$/);
     await page.getByRole('link', { name: /^#\d+$/ }).first().click();
     await heading(page, /^Delivery #\d+$/);
     await page.getByRole('heading', { name: 'Attempt 1: HTTP 500' }).waitFor();
@@ -170,7 +179,14 @@ describe('webhook portal in Chromium', { skip }, () => {
     assert.match(headersTable, /webhook-id\s+msg_/);
     assert.match(headersTable, /authorization\s+Bear…\[masked\]/);
     assert.doesNotMatch(headersTable, /erp-token-123456/);
-    assert.match(await page.locator('pre').first().innerText(), /ERP is down/);
+    assert.match(await page.locator('section[aria-labelledby^="attempt-"] pre').first().innerText(), /ERP is down/);
+    // What was sent: the body, indented, the one the receiver got (same tokens), with a copy button.
+    await page.getByRole('heading', { name: 'Notification body as sent' }).waitFor();
+    const shownBody = await page.locator('#notification-body').innerText();
+    assert.match(shownBody, /\n {2}"topic_path": "order\/MKT\/create"/);
+    assert.deepEqual(JSON.parse(shownBody), JSON.parse(receiver.requests.at(-1)!.body.toString()));
+    await page.getByRole('button', { name: 'Copy body' }).click();
+    await page.locator('#notification-body-status').filter({ hasText: /Selected|Copied/ }).waitFor();
     await checkPage(page, 'delivery');
 
     receiver.fallback = (_request, response) => response.writeHead(200).end('ok');
@@ -192,7 +208,25 @@ describe('webhook portal in Chromium', { skip }, () => {
     await page.getByText('1 deliveries queued again.').waitFor();
     await receiver.waitFor(before + 2);
 
+    // A picture of health: attempts per hour by outcome and response time, SVG drawn by the server, the numbers in a table.
     await page.goto(`${origin}/portal/MKT/webhooks/erp-orders`);
+    await page.getByRole('heading', { name: 'Health', level: 2 }).waitFor();
+    assert.equal(await page.locator('svg.health-chart[role="img"]').count(), 4, 'attempts and response time, for 24 hours and 7 days');
+    assert.equal(await page.getByRole('img', { name: 'Attempts per hour by outcome, last 24 hours' }).count(), 1);
+    assert.equal(await page.getByRole('img', { name: 'Response time per 6 hours, last 7 days' }).count(), 1);
+    const dayTotals = page.locator('details.health-numbers').first().locator('tfoot tr');
+    // The replay's attempt is recorded just after the receiver got it.
+    for (let tries = 0; !/Whole window\s+2\s+1\s+0\s/.test(await dayTotals.textContent() ?? '') && tries < 40; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      await page.reload();
+    }
+    await page.locator('details.health-numbers summary').first().click();
+    assert.match(await dayTotals.innerText(), /^Whole window\s+2\s+1\s+0\s+\d+ ms\s+\d+ ms$/);
+    assert.equal(await page.locator('details.health-numbers').first().locator('tbody tr').count(), 24);
+    assert.equal(await page.locator('details.health-numbers').nth(1).locator('tbody tr').count(), 28);
+    assert.ok(await page.locator('svg.health-chart rect').count() >= 2, 'bars drawn');
+    assert.equal(await page.locator('script:not([src])').count(), 0, 'no chart script');
+    await checkPage(page, 'webhook-health');
     await page.getByRole('button', { name: 'Pause' }).click();
     await page.getByText('Paused: events that arrive meanwhile are held').waitFor();
     await sendOrder('ORD-200');
@@ -257,6 +291,6 @@ describe('webhook portal in Chromium', { skip }, () => {
 
   test('no page broke the CSP, and axe checked every page', () => {
     assert.deepEqual(cspViolations, []);
-    assert.deepEqual([...checked].sort(), ['create-errors', 'deliveries', 'delivery', 'edit', 'events', 'history', 'link', 'login', 'not-found', 'overview', 'replay', 'secret', 'webhook-paused', 'webhooks']);
+    assert.deepEqual([...checked].sort(), ['create-errors', 'deliveries', 'delivery', 'edit', 'events', 'history', 'link', 'login', 'not-found', 'overview', 'replay', 'secret', 'webhook-health', 'webhook-paused', 'webhooks']);
   });
 });

@@ -65,7 +65,7 @@ export async function seedTenant(db: Queryable, options: { sellerId: number; mar
   return { ...user, connectionId };
 }
 
-export async function createWebhook(baseUrl: string, token: string, marketplaceCode: string, webhook: { code: string; topic: string; callback_url: string; seller_id?: string; name?: string; headers?: Record<string, string> }): Promise<ApiResponse> {
+export async function createWebhook(baseUrl: string, token: string, marketplaceCode: string, webhook: { code: string; topic: string; callback_url: string; seller_id?: string; name?: string; headers?: Record<string, string>; send_traceparent?: boolean }): Promise<ApiResponse> {
   const response = await call(baseUrl, 'POST', `/v1/${marketplaceCode}/webhooks`, { token, body: { name: webhook.code, ...webhook } });
   if (response.status !== 201) throw new Error(`create webhook ${webhook.code} answered ${response.status}: ${response.text}`);
   return response;

@@ -31,6 +31,8 @@ export interface WebhookRow {
   delivery_mode: DeliveryMode;
   /** A MongoDB-style query over the notification body (filter/filter.ts); null: every notification. */
   filter: Record<string, unknown> | null;
+  /** Its notifications carry a W3C traceparent header (docs/webhooks.md, Trace context); false by default. */
+  send_traceparent: boolean;
 }
 
 /**

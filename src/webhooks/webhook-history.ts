@@ -116,6 +116,7 @@ export function createdFields(webhook: WebhookRow): FieldChange[] {
     // Listed when it is not the default, so that the record of a webhook created as before stays as it was.
     ...(webhook.delivery_mode === 'latest' ? [{ field: 'delivery_mode', after: webhook.delivery_mode }] : []),
     ...(webhook.filter ? [{ field: 'filter', after: filterText(webhook.filter) }] : []),
+    ...(webhook.send_traceparent ? [{ field: 'send_traceparent', after: true }] : []),
   ];
 }
 
@@ -136,6 +137,7 @@ export function changedFields(before: WebhookRow, after: WebhookRow): FieldChang
   if (before.delivery_mode !== after.delivery_mode) changes.push({ field: 'delivery_mode', before: before.delivery_mode, after: after.delivery_mode });
   const [filterBefore, filterAfter] = [filterText(before.filter), filterText(after.filter)];
   if (filterBefore !== filterAfter) changes.push({ field: 'filter', before: filterBefore, after: filterAfter });
+  if (before.send_traceparent !== after.send_traceparent) changes.push({ field: 'send_traceparent', before: before.send_traceparent, after: after.send_traceparent });
   return changes;
 }
 

@@ -21,6 +21,7 @@ export function toWebhookResponse(row: WebhookRow, heldCount = 0) {
     last_success_at: iso(row.last_success_at),
     failing_since: iso(row.failing_since),
     delivery_mode: row.delivery_mode,
+    send_traceparent: row.send_traceparent,
     held_count: heldCount,
     created_at: new Date(row.created_at).toISOString(),
     updated_at: new Date(row.updated_at).toISOString(),

@@ -36,11 +36,14 @@ const filterExample = { 'payload.order.status': { $in: ['APRO', 'PROC'] }, 'payl
 const FilterObject = Type.Unsafe<Record<string, unknown>>({ type: 'object', additionalProperties: true, description: 'A filter (docs/webhooks.md, Filters).', examples: [filterExample] });
 const FilterIn = Type.Union([FilterObject, Type.Null()], { description: FILTER_DESCRIPTION, examples: [filterExample] });
 const FilterOut = Type.Union([FilterObject, Type.Null()], { description: FILTER_DESCRIPTION });
+const SEND_TRACEPARENT_DESCRIPTION =
+  'Whether each notification carries a W3C `traceparent` header naming the span of its send, so that the receiver\'s traces can join Plaza\'s; sent only while Plaza exports traces (docs/operations.md, Traces), not signed. Off by default: the header gives the receiver Plaza\'s trace and span ids (docs/webhooks.md, Trace context).';
+const SendTraceparent = Type.Boolean({ description: SEND_TRACEPARENT_DESCRIPTION });
 
 export { MarketplaceParams, WebhookParams };
 
 export const CreateWebhookBody = Type.Object(
-  { code: Code, name: Name, topic: Topic, callback_url: CallbackUrl, seller_id: Type.Optional(SellerIdIn), headers: Type.Optional(Headers), delivery_mode: Type.Optional(DeliveryModeSchema), filter: Type.Optional(FilterIn) },
+  { code: Code, name: Name, topic: Topic, callback_url: CallbackUrl, seller_id: Type.Optional(SellerIdIn), headers: Type.Optional(Headers), delivery_mode: Type.Optional(DeliveryModeSchema), filter: Type.Optional(FilterIn), send_traceparent: Type.Optional(SendTraceparent) },
   {
     additionalProperties: false,
     examples: [{ code: 'orders-main', name: 'Orders to ERP', topic: 'order/status_change/paid', callback_url: 'https://erp.example.com/hooks/plaza', seller_id: '42', headers: exampleHeaders }],
@@ -55,6 +58,7 @@ export const UpdateWebhookBody = Type.Object(
     headers: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'Replaces the whole map of headers.' })),
     delivery_mode: Type.Optional(DeliveryModeSchema),
     filter: Type.Optional(Type.Union([FilterObject, Type.Null()], { description: 'Replaces the filter; null removes it (every notification of the topic).' })),
+    send_traceparent: Type.Optional(SendTraceparent),
     active: Type.Optional(Type.Boolean({ description: '`false` pauses: events that match meanwhile are recorded as held deliveries. `true` resumes (or re-enables a webhook the delivery disabled, clearing the reason): held deliveries go out in order and waiting retries are due at once.' })),
   },
   {
@@ -79,6 +83,7 @@ const webhookProperties = {
   last_success_at: Type.Union([Timestamp, Type.Null()], { description: 'When a delivery last succeeded (updated at most once a minute).' }),
   failing_since: Type.Union([Timestamp, Type.Null()], { description: 'Since when deliveries have been failing without a success; null while healthy.' }),
   delivery_mode: DeliveryModeSchema,
+  send_traceparent: SendTraceparent,
   held_count: Type.Integer({ description: 'Deliveries held by a pause; they go out, in order, when the webhook is active again (older than DELIVERY_RETENTION_DAYS are pruned).' }),
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -98,6 +103,7 @@ const exampleWebhook = {
   last_success_at: '2026-01-01T00:05:00.000Z',
   failing_since: null,
   delivery_mode: 'all',
+  send_traceparent: false,
   held_count: 0,
   created_at: '2026-01-01T00:00:00.000Z',
   updated_at: '2026-01-01T00:00:00.000Z',

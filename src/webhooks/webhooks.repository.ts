@@ -20,6 +20,7 @@ export interface NewWebhook {
   secretEncrypted: string;
   deliveryMode: DeliveryMode;
   filter: Record<string, unknown> | null;
+  sendTraceparent: boolean;
   now: Date;
 }
 
@@ -50,13 +51,13 @@ export async function insertWebhook(tx: Queryable, webhook: NewWebhook, limit: n
   }
   try {
     const { rows } = await tx.query<WebhookRow>(
-      `INSERT INTO webhooks (tenant_kind, tenant_id, marketplace_code, code, name, topic, callback_url, seller_id, headers, headers_encrypted, secret_encrypted, created_at, updated_at, delivery_mode, filter)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '{}'::jsonb, $9, $10, $11, $11, $12, $13::jsonb)
+      `INSERT INTO webhooks (tenant_kind, tenant_id, marketplace_code, code, name, topic, callback_url, seller_id, headers, headers_encrypted, secret_encrypted, created_at, updated_at, delivery_mode, filter, send_traceparent)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '{}'::jsonb, $9, $10, $11, $11, $12, $13::jsonb, $14)
        ON CONFLICT ON CONSTRAINT ${WEBHOOK_CODE_CONSTRAINT} DO NOTHING
        RETURNING *`,
       [
         tenant.kind, tenant.id, marketplaceCode, code, webhook.name, webhook.topic, webhook.callbackUrl, webhook.sellerId, webhook.headersEncrypted, webhook.secretEncrypted, webhook.now,
-        webhook.deliveryMode, webhook.filter === null ? null : JSON.stringify(webhook.filter),
+        webhook.deliveryMode, webhook.filter === null ? null : JSON.stringify(webhook.filter), webhook.sendTraceparent,
       ],
     );
     if (!rows[0]) throw codeTaken(code);
@@ -136,6 +137,7 @@ export interface WebhookChanges {
   deliveryMode?: DeliveryMode;
   /** A checked filter, null to remove it; undefined keeps it. */
   filter?: Record<string, unknown> | null;
+  sendTraceparent?: boolean;
 }
 
 export const DISABLED_BY_USER: DisabledReason = 'disabled_by_user';
@@ -158,6 +160,7 @@ export async function updateWebhook(db: Queryable, id: number, changes: WebhookC
         disabled_at = CASE WHEN $6 IS TRUE THEN NULL WHEN $6 IS FALSE AND active THEN $7 ELSE disabled_at END,
         failing_since = CASE WHEN $6 IS TRUE THEN NULL ELSE failing_since END,
         filter = CASE WHEN $11 THEN $12::jsonb ELSE filter END,
+        send_traceparent = coalesce($13, send_traceparent),
         updated_at = $7
       WHERE id = $1
       RETURNING *`,
@@ -174,6 +177,7 @@ export async function updateWebhook(db: Queryable, id: number, changes: WebhookC
       changes.deliveryMode ?? null,
       changes.filter !== undefined,
       changes.filter === undefined || changes.filter === null ? null : JSON.stringify(changes.filter),
+      changes.sendTraceparent ?? null,
     ],
   );
   return rows[0];

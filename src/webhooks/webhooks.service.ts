@@ -40,6 +40,7 @@ export interface CreateWebhookInput {
   headers?: Record<string, string>;
   delivery_mode?: string;
   filter?: Record<string, unknown> | null;
+  send_traceparent?: boolean;
 }
 
 export interface UpdateWebhookInput {
@@ -50,6 +51,7 @@ export interface UpdateWebhookInput {
   active?: boolean;
   delivery_mode?: string;
   filter?: Record<string, unknown> | null;
+  send_traceparent?: boolean;
 }
 
 /** Collects one FieldError per bad field, so a client sees every problem at once. */
@@ -168,6 +170,7 @@ async function checkedChanges(db: Queryable, principal: Principal, current: Webh
   if (input.active !== undefined) changes.active = input.active;
   if (input.delivery_mode !== undefined) changes.deliveryMode = checks.deliveryMode(input.delivery_mode);
   if (input.filter !== undefined) changes.filter = checks.filter(input.filter);
+  if (input.send_traceparent !== undefined) changes.sendTraceparent = input.send_traceparent;
   await checks.sellerIdFor(db, principal, { kind: current.tenant_kind, id: current.tenant_id }, marketplaceCode, changes.sellerId);
   checks.throwIfAny();
   if (headers !== undefined) changes.headersEncrypted = sealHeaders(settings.secretsKey, headers);
@@ -195,7 +198,8 @@ export async function createWebhook(db: Database, principal: Principal, marketpl
       headersEncrypted: sealHeaders(settings.secretsKey, headers),
       secretEncrypted: encryptSecret(settings.secretsKey, secret),
       deliveryMode: deliveryMode ?? 'all',
-      filter: filter,
+      filter,
+      sendTraceparent: input.send_traceparent ?? false,
       now,
     }, settings.limitPerTenant);
     // The headers in clear are the ones just sealed: no need to open them again.

@@ -33,7 +33,7 @@ describe('webhooks API', () => {
     assert.equal(response.headers.location, '/v1/mlb/webhooks/create-1');
     assert.equal(response.headers['cache-control'], 'no-store');
     const body = response.json();
-    assert.deepEqual(Object.keys(body).sort(), ['active', 'callback_url', 'code', 'created_at', 'delivery_mode', 'disabled_at', 'disabled_message', 'disabled_reason', 'failing_since', 'filter', 'headers', 'held_count', 'last_success_at', 'name', 'secret', 'seller_id', 'topic', 'updated_at']);
+    assert.deepEqual(Object.keys(body).sort(), ['active', 'callback_url', 'code', 'created_at', 'delivery_mode', 'disabled_at', 'disabled_message', 'disabled_reason', 'failing_since', 'filter', 'headers', 'held_count', 'last_success_at', 'name', 'secret', 'seller_id', 'send_traceparent', 'topic', 'updated_at']);
     assert.equal(body.code, 'create-1');
     assert.equal(body.name, 'Orders to ERP');
     assert.equal(body.seller_id, '*');
@@ -53,6 +53,29 @@ describe('webhooks API', () => {
     const { secret: _secret, ...withoutSecret } = body;
     assert.deepEqual(get.json(), withoutSecret);
     assert.ok(!get.body.includes('whsec_') && !get.body.includes('secret'));
+  });
+
+  test('send_traceparent is off by default, set at create and by PATCH, and each change is in the history', async () => {
+    const plain = await call(ctx, seller1, 'POST', '/v1/mlb/webhooks', webhookBody({ code: 'trace-off' }));
+    assert.equal(plain.json().send_traceparent, false);
+    assert.equal((await storedRow('trace-off'))[0]!.send_traceparent, false);
+    const traced = await call(ctx, seller1, 'POST', '/v1/mlb/webhooks', webhookBody({ code: 'trace-on', send_traceparent: true }));
+    assert.equal(traced.statusCode, 201, traced.body);
+    assert.equal(traced.json().send_traceparent, true);
+    assert.equal((await call(ctx, seller1, 'GET', '/v1/mlb/webhooks/trace-on')).json().send_traceparent, true);
+    const patched = await call(ctx, seller1, 'PATCH', '/v1/mlb/webhooks/trace-on', { send_traceparent: false });
+    assert.equal(patched.statusCode, 200, patched.body);
+    assert.equal((await call(ctx, seller1, 'GET', '/v1/mlb/webhooks/trace-on')).json().send_traceparent, false);
+    // Another field left out keeps it.
+    await call(ctx, seller1, 'PATCH', '/v1/mlb/webhooks/trace-off', { send_traceparent: true });
+    await call(ctx, seller1, 'PATCH', '/v1/mlb/webhooks/trace-off', { name: 'Renamed' });
+    assert.equal((await call(ctx, seller1, 'GET', '/v1/mlb/webhooks/trace-off')).json().send_traceparent, true);
+    const history = (await call(ctx, seller1, 'GET', '/v1/mlb/webhooks/trace-on/history')).json() as { items: { action: string; changes: { field: string; before?: unknown; after?: unknown }[] }[] };
+    assert.deepEqual(history.items.map((item) => item.changes.filter((change) => change.field === 'send_traceparent')), [
+      [{ field: 'send_traceparent', before: true, after: false }],
+      [{ field: 'send_traceparent', after: true }],
+    ]);
+    assertProblem(await call(ctx, seller1, 'PATCH', '/v1/mlb/webhooks/trace-on', { send_traceparent: 'yes' }), 400, 'validation_failed');
   });
 
   test('the status topic is accepted in both forms and stored as entered_<code>; fixed topics unchanged', async () => {

@@ -2,6 +2,7 @@ import { retryTransientConflicts, type Database } from '../../db/database.js';
 import type { Clock } from '../../clock.js';
 import { completeAttempts, type AttemptRecord, type CompletionOptions, type CompletionResult } from '../queue/complete.js';
 import { clockOffsetMs } from '../../db/database-clock.js';
+import { activeTracer } from '../../telemetry/tracing.js';
 
 export interface Completed {
   /** False when the lease was lost meanwhile (another worker took over, or the webhook was deleted). */
@@ -59,8 +60,25 @@ export class CompletionBatcher {
     this.flushing = undefined;
   }
 
-  /** A batch that lost a deadlock or serialization race was rolled back whole: it runs again. */
-  private write(records: AttemptRecord[]): Promise<CompletionResult> {
-    return retryTransientConflicts(() => completeAttempts(this.db, records, { ...this.options, clockOffsetMs: clockOffsetMs(this.clock) }));
+  /**
+   * A batch that lost a deadlock or serialization race was rolled back whole: it runs again.
+   * With traces exported, the batch is a span linked to the send of each attempt it records.
+   */
+  private async write(records: AttemptRecord[]): Promise<CompletionResult> {
+    const run = () => retryTransientConflicts(() => completeAttempts(this.db, records, { ...this.options, clockOffsetMs: clockOffsetMs(this.clock) }));
+    const tracer = activeTracer();
+    if (!tracer.enabled) return run();
+    const links = records.flatMap((record) => (record.traceparent ? [record.traceparent] : []));
+    const span = tracer.startSpan('plaza.complete', { links, attributes: { 'plaza.worker.id': this.options.workerId, 'plaza.completion.batch_size': records.length } });
+    try {
+      const result = await run();
+      span.setAttributes({ 'plaza.completion.recorded': result.recorded.size, 'plaza.completion.disabled_webhooks': result.disabledWebhooks.size });
+      return result;
+    } catch (error) {
+      span.fail(error instanceof Error ? error.message : String(error));
+      throw error;
+    } finally {
+      span.end();
+    }
   }
 }

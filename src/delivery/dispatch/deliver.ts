@@ -23,6 +23,8 @@ import { DestinationAddresses } from './destination-addresses.js';
 import { createSendBudgets, type SendBudgets } from './send-budgets.js';
 import { postponeClaim } from '../queue/postpone-claim.js';
 import { recordedHeaders } from './sent-headers.js';
+import { activeTracer, type TraceSpan } from '../../telemetry/tracing.js';
+import { endSendSpan, sendSpan, startClaimSpan } from './spans.js';
 
 export interface DelivererDeps {
   config: Config;
@@ -150,11 +152,13 @@ const LEASE_RECOVERY_INTERVAL_MS = 1000;
 export async function claim(deliverer: Deliverer, free: number, recording?: ReadonlyMap<number, number>): Promise<Claim> {
   const { config, db, clock } = deliverer.deps;
   const now = clock.now().getTime();
+  const tracer = activeTracer();
+  const startedAt = tracer.enabled ? Date.now() : 0;
   if (deliverer.leasesRecoveredAt === undefined || now - deliverer.leasesRecoveredAt >= LEASE_RECOVERY_INTERVAL_MS) {
     deliverer.leasesRecoveredAt = now;
     await recoverExpiredLeases(db, clockOffsetMs(clock));
   }
-  return claimDueDeliveries(db, {
+  const claimed = await claimDueDeliveries(db, {
     workerId: deliverer.workerId,
     clockOffsetMs: clockOffsetMs(clock),
     leaseSeconds: config.DELIVERY_LEASE_SECONDS,
@@ -166,7 +170,17 @@ export async function claim(deliverer: Deliverer, free: number, recording?: Read
     ...(recording ? { recording } : {}),
     position: deliverer.position,
   });
+  // A claim that took nothing (most wakes of an idle worker) makes no span.
+  if (tracer.enabled && claimed.deliveries.length > 0) {
+    const span = startClaimSpan(tracer, deliverer.workerId, free, claimed.deliveries, startedAt);
+    for (const delivery of claimed.deliveries) claimSpans.set(delivery, span);
+    span.end();
+  }
+  return claimed;
 }
+
+/** With traces exported, the span of the claim that took each delivery: the parent of its send's span. */
+const claimSpans = new WeakMap<ClaimedDelivery, TraceSpan>();
 
 /**
  * Sends one claimed delivery and records the attempt; never throws for a receiver's failure.
@@ -184,6 +198,8 @@ export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDeli
     const send = { statusCode: null, error: null, responseBody: null, retryAfter: undefined, durationMs: 0, requestHeaders: null };
     return { deliveryId: delivery.id, messageId: delivery.message_id, outcome: 'postponed', send, recorded };
   }
+  const tracer = activeTracer();
+  const span = tracer.enabled ? sendSpan(tracer, delivery, claimSpans.get(delivery)) : undefined;
   let send: SendResult;
   try {
     send = await sendNotification(
@@ -196,6 +212,7 @@ export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDeli
         keys: signingKeys(keys, delivery, startedAt, deliverer.signingKeyCache),
         headers: openHeaders(keys.webhookSecretsKey, delivery, deliverer.headersCache),
         timestampSeconds: Math.floor(startedAt.getTime() / 1000),
+        ...(span && delivery.send_traceparent ? { traceparent: span.traceparent } : {}),
       },
       config.DELIVERY_TIMEOUT_MS,
       signal,
@@ -207,6 +224,7 @@ export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDeli
   }
 
   onSent?.();
+  if (span) endSendSpan(span, send);
   if (send.detail) logger?.info({ deliveryId: delivery.id, webhookId: delivery.webhook_id, error: send.error, detail: send.detail }, 'delivery attempt got no answer');
   const now = clock.now();
   const outcome = decideOutcome(deliverer, delivery.attempts + 1, send, now);
@@ -220,6 +238,7 @@ export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDeli
     responseBody: send.responseBody,
     requestHeaders: recordedHeaders(send.requestHeaders),
     outcome,
+    ...(span ? { traceparent: span.traceparent } : {}),
   });
   if (recorded) logAttempt(logger, delivery, send, outcome, webhookDisabled, now);
 

@@ -18,6 +18,11 @@ export interface Notification {
   keys: readonly Buffer[];
   headers: Record<string, string>;
   timestampSeconds: number;
+  /**
+   * A W3C traceparent for the receiver (the webhook's send_traceparent, with traces exported): sent
+   * as the `traceparent` header, in place of one among the webhook's own headers; not signed.
+   */
+  traceparent?: string;
 }
 
 export interface SendResult {
@@ -50,6 +55,7 @@ export function notificationHeaders(notification: Notification): Record<string, 
   headers['webhook-timestamp'] = String(notification.timestampSeconds);
   headers['webhook-signature'] = signatureHeader(notification.keys, notification.messageId, notification.timestampSeconds, notification.body);
   if (notification.sequence !== undefined) headers[ENTITY_SEQUENCE_HEADER] = String(notification.sequence);
+  if (notification.traceparent !== undefined) headers.traceparent = notification.traceparent;
   return headers;
 }
 

@@ -7,6 +7,9 @@ import { deliveryConditions, type DeliveryMatch } from './delivery-filter.js';
 export interface DeliverySummary {
   id: number;
   event_id: string;
+  /** The event's intake topic (order/create, …) and the entity it is about (publication id or order reference). */
+  topic: string;
+  entity_id: string;
   topic_path: string;
   status: DeliveryStatus;
   attempts: number;
@@ -41,7 +44,7 @@ export interface DeliveryAttempt {
 // webhook_id, id) on the queue partition, run only for pending rows, and after the LIMIT (it is
 // costly enough for the planner to evaluate it on the rows it returns: see docs/delivery.md).
 const SUMMARY_COLUMNS = `
-  d.id, e.event_id, e.body->>'topic_path' AS topic_path, d.status, d.attempts,
+  d.id, e.event_id, e.topic, e.entity_id, e.body->>'topic_path' AS topic_path, d.status, d.attempts,
   CASE WHEN d.status IN ('pending', 'delivering') THEN d.next_attempt_at END AS next_attempt_at,
   d.last_status_code, d.last_error, d.created_at, d.completed_at, d.sequence, d.superseded_by,
   CASE WHEN d.status = 'pending' THEN
@@ -146,8 +149,8 @@ export async function findEventDeliveries(
   tenant: { kind: string; id: string } | undefined,
   sellerId: number | undefined,
 ): Promise<EventView | { sellers: number[] } | undefined> {
-  const { rows } = await db.query<DeliverySummary & { webhook_code: string; seller_id: number; entity_id: string; topic: string; event_created_at: Date }>(
-    `SELECT ${SUMMARY_COLUMNS}, w.code AS webhook_code, e.seller_id, e.entity_id, e.topic, e.created_at AS event_created_at
+  const { rows } = await db.query<DeliverySummary & { webhook_code: string; seller_id: number; event_created_at: Date }>(
+    `SELECT ${SUMMARY_COLUMNS}, w.code AS webhook_code, e.seller_id, e.created_at AS event_created_at
        FROM events e
        JOIN deliveries d ON d.event_id = e.id
        JOIN webhooks w ON w.id = d.webhook_id

@@ -4,6 +4,7 @@ import { AppError, invalidField, notFound } from '../../http/errors.js';
 import type { WebhookActor } from '../../webhooks/webhook-history.js';
 import type { DeliveryMatch } from './delivery-filter.js';
 import { findDelivery, findEventDeliveries, listAttempts, listDeliveries, type DeliverySummary } from './delivery-history.repository.js';
+import { readNotification } from './notification-feed.repository.js';
 import { replayDeliveries, retryDelivery, type DeliveryAudit, type ReplayableStatus, type ReplayOutcome } from './replay.js';
 
 /**
@@ -61,10 +62,17 @@ export function deliveryHistory({ db, clock, config }: Pick<FeatureDeps, 'db' | 
     /** One delivery; 404 when the webhook has none of this id. */
     get,
 
-    /** One delivery and its attempts, oldest first. */
+    /**
+     * One delivery, its attempts (oldest first) and its notification body as stored, the text that
+     * is (or would be) sent byte for byte (the feed's read, notification-feed.repository.ts).
+     */
     async withAttempts(webhook: HistoryWebhook, deliveryId: number) {
       const delivery = await get(webhook, deliveryId);
-      return { delivery, attempts: await listAttempts(db, delivery.id) };
+      const [attempts, notification] = await Promise.all([listAttempts(db, delivery.id), readNotification(db, webhook.id, delivery.id)]);
+      // Its event keeps the body while a delivery of it exists (pruning deletes events without
+      // deliveries only): missing, the delivery was deleted between the two reads.
+      if (!notification) throw notFound(DELIVERY_NOT_FOUND);
+      return { delivery, attempts, notification: notification.body };
     },
 
     /** Sends one delivery again now; 404 when the webhook has none of this id, 409 while it is delivering or held. */

@@ -50,6 +50,16 @@ export async function readFeed(db: Queryable, webhookId: number, afterId: number
 }
 
 /**
+ * One notification of the webhook's feed by its delivery id (readFeed on the range of that one id):
+ * the delivery page and the API's delivery resource show the body as sent from the feed's own read,
+ * not from a second rebuild. undefined when the webhook has no such delivery.
+ */
+export async function readNotification(db: Queryable, webhookId: number, deliveryId: number): Promise<FeedRow | undefined> {
+  const rows = await readFeed(db, webhookId, deliveryId - 1, deliveryId, 1);
+  return rows[0];
+}
+
+/**
  * For the long poll: per webhook, its highest delivery id (absent: none), for all the webhooks that
  * requests wait on, in one statement (one probe of deliveries_webhook_id each).
  */

@@ -21,6 +21,8 @@ export interface AttemptRecord {
   /** The request headers as sent, secret-looking values masked (see sent-headers.ts). */
   requestHeaders?: Record<string, string> | null;
   outcome: AttemptOutcome;
+  /** The send's span (W3C traceparent), with traces exported: the completion's span links to it. */
+  traceparent?: string;
 }
 
 export interface CompletionResult {

@@ -22,6 +22,10 @@ export interface ClaimedDelivery {
   body: string;
   /** Its position among the webhook's notifications of its entity (the plaza-entity-sequence header); null when the previous release wrote it during an upgrade. */
   sequence: number | null;
+  /** The W3C traceparent of the intake that created the delivery (events.trace_context); null without traces. */
+  trace_context?: string | null;
+  /** The webhook sends a `traceparent` header (webhooks.send_traceparent). */
+  send_traceparent?: boolean;
 }
 
 /**
@@ -67,10 +71,12 @@ export async function takeRows(
      -- The webhook and the event of each row by primary key, one probe each: as a join, the planner
      -- merged the rows with an ordered scan of all webhooks (16 ms at 10 000 webhooks).
      SELECT t.id, t.message_id, t.webhook_id, t.sequence, h.tenant_kind || ':' || h.tenant_id AS tenant, t.attempts, h.callback_url,
-            h.headers, h.headers_encrypted, h.secret_encrypted, h.previous_secret_encrypted, h.previous_secret_expires_at,
-            (SELECT e.body::text FROM events e WHERE e.id = t.event_id) AS body
+            h.headers, h.headers_encrypted, h.secret_encrypted, h.previous_secret_encrypted, h.previous_secret_expires_at, h.send_traceparent,
+            e.body, e.trace_context
        FROM taken t
       CROSS JOIN LATERAL (SELECT * FROM webhooks w WHERE w.id = t.webhook_id OFFSET 0) h
+      -- The event's body and trace context in one probe by primary key.
+      LEFT JOIN LATERAL (SELECT ev.body::text AS body, ev.trace_context FROM events ev WHERE ev.id = t.event_id OFFSET 0) e ON true
       ORDER BY t.id`,
     [options.clockOffsetMs, quotas.map((q) => q.webhookId), quotas.map((q) => q.key), quotas.map((q) => q.n), options.workerId, options.leaseSeconds],
   );

@@ -3,6 +3,7 @@ import type { DeliveryAttempt, DeliverySummary } from '../../delivery/history/de
 import { EVENT_TOPICS } from '../../events/event-schema.js';
 import type { WebhookRow } from '../../webhooks/webhook-access.js';
 import { html } from '../html.js';
+import { indentJsonText } from '../json-text.js';
 import { csrfField, page, statusBadge, timestamp, type PageContext } from './layout.js';
 
 const hookPath = (webhook: WebhookRow) => `/portal/${webhook.marketplace_code}/webhooks/${encodeURIComponent(webhook.code)}`;
@@ -24,6 +25,13 @@ function supersededBy(here: string, delivery: DeliverySummary) {
   return delivery.superseded_by !== null && html`<br><a href="${here}/deliveries/${delivery.superseded_by}">superseded by #${delivery.superseded_by}</a>`;
 }
 
+/** The log's URL with these filters (the form's GET parameters): a filtered log can be linked, and paging keeps them. */
+export function logUrl(here: string, filter: LogFilter): string {
+  const params = new URLSearchParams(Object.entries(filter).filter((entry): entry is [string, string] => typeof entry[1] === 'string' && entry[1] !== ''));
+  const query = params.toString();
+  return `${here}/deliveries${query ? `?${query}` : ''}`;
+}
+
 function options(values: readonly string[], selected: string | undefined, anyLabel: string) {
   return html`<option value="">${anyLabel}</option>${values.map((value) => html`<option value="${value}" ${selected === value && html`selected`}>${value}</option>`)}`;
 }
@@ -42,10 +50,12 @@ export function deliveryLogPage(context: PageContext, webhook: WebhookRow, filte
 ${error && html`<div class="alert error" role="alert"><p>${error}</p></div>`}
 ${rows.length === 0 ? html`<p>No deliveries match.</p>` : html`
 <table>
-  <thead><tr><th scope="col">Delivery</th><th scope="col">Event</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Last answer</th><th scope="col">Created</th><th scope="col">Next attempt</th></tr></thead>
+  <thead><tr><th scope="col">Delivery</th><th scope="col">Entity</th><th scope="col">Topic</th><th scope="col">Event</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Last answer</th><th scope="col">Created</th><th scope="col">Next attempt</th></tr></thead>
   <tbody>${rows.map((row) => html`<tr>
     <td><a href="${here}/deliveries/${row.id}">#${row.id}</a></td>
-    <td><code>${row.event_id}</code><br><code>${row.topic_path}</code></td>
+    <td><a href="${logUrl(here, { ...filter, entity_id: row.entity_id })}" title="Only this entity's deliveries"><code>${row.entity_id}</code></a>${row.sequence !== null && html`<br><span class="hint">sequence ${row.sequence}</span>`}</td>
+    <td><code>${row.topic}</code><br><code class="hint">${row.topic_path}</code></td>
+    <td><code>${row.event_id}</code></td>
     <td>${statusBadge(row.status)}${waitingBehind(here, row)}${supersededBy(here, row)}</td>
     <td>${row.attempts}</td>
     <td>${row.last_status_code ?? row.last_error ?? '—'}</td>
@@ -58,7 +68,11 @@ ${rows.length === 0 ? html`<p>No deliveries match.</p>` : html`
 </nav>`);
 }
 
-export function deliveryDetailPage(context: PageContext, webhook: WebhookRow, delivery: DeliverySummary, attempts: DeliveryAttempt[], notice?: { kind: 'success' | 'error'; text: string }) {
+/**
+ * `notification`: the body as stored, the text every attempt sends (indented here, every token as
+ * sent; the copy button copies what is shown).
+ */
+export function deliveryDetailPage(context: PageContext, webhook: WebhookRow, delivery: DeliverySummary, attempts: DeliveryAttempt[], notification: string, notice?: { kind: 'success' | 'error'; text: string }) {
   const here = hookPath(webhook);
   return page(`Delivery #${delivery.id}`, context, html`
 ${notice && html`<div class="alert ${notice.kind}" role="status"><p>${notice.text}</p></div>`}
@@ -78,6 +92,12 @@ ${delivery.status === 'held'
     : delivery.status === 'superseded'
     ? html`<p>Superseded by a newer notification of the same entity (delivery mode latest): that one is sent instead, and this one never.</p>`
     : html`<form method="post" action="${here}/deliveries/${delivery.id}/retry" class="actions">${csrfField(context)}<button type="submit">Retry now</button></form>`}
+<section aria-labelledby="notification-heading">
+  <h2 id="notification-heading">Notification body ${attempts.length === 0 ? 'to be sent' : 'as sent'}</h2>
+  <p class="hint">The same body on every attempt; the request headers and the answer of each are below. Indented here; the API's delivery resource (<code>notification</code>) gives it as sent.</p>
+  <pre><code id="notification-body">${indentJsonText(notification)}</code></pre>
+  <p><button type="button" class="secondary" data-copy="notification-body">Copy body</button> <span id="notification-body-status" role="status" aria-live="polite"></span></p>
+</section>
 <h2>Attempts</h2>
 ${attempts.length === 0 ? html`<p>No attempt yet.</p>` : attempts.map((attempt) => html`
 <section aria-labelledby="attempt-${attempt.attempt}">

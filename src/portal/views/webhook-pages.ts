@@ -158,8 +158,8 @@ Switch your receiver to the new secret before then; after that only the new secr
 <p><a href="${base(webhook)}">Go to the webhook</a></p>`);
 }
 
-/** `history`: the newest entries of the webhook's history (portal-history.routes.ts). */
-export function webhookDetailPage(context: PageContext, webhook: WebhookRow, heldCount: number, notice?: { kind: 'success' | 'error'; text: string }, history?: Html, filterDraft?: string) {
+/** `history`: the newest entries of the webhook's history (portal-history.routes.ts); `healthCharts`: its charts (health-chart.ts). */
+export function webhookDetailPage(context: PageContext, webhook: WebhookRow, heldCount: number, notice?: { kind: 'success' | 'error'; text: string }, history?: Html, filterDraft?: string, healthCharts?: Html) {
   const here = base(webhook);
   return page(webhook.name, context, html`
 ${notice && html`<div class="alert ${notice.kind}" role="status"><p>${notice.text}</p></div>`}
@@ -196,6 +196,7 @@ ${notice && html`<div class="alert ${notice.kind}" role="status"><p>${notice.tex
 </form>
 <p class="hint">Pause holds the events that arrive meanwhile; Resume sends them, in order, at once.
 A rotation keeps the previous secret signing alongside the new one for a while, so receivers can switch without losing notifications.</p>
+${healthCharts}
 ${history}`);
 }
 
