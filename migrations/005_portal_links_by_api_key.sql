@@ -1,7 +1,7 @@
 -- Issue 34: portal links made with an API key (src/portal/portal-links.routes.ts). A link, and the
 -- session it opens, acts as its maker: a user (as before) or an API key, exactly one of the two. The
 -- key's session ends when the key is revoked or expires (src/portal/portal-sessions.ts), as the
--- key's own requests would. Nullable columns and NOT VALID-free checks that every existing row
+-- key's own requests would. Nullable columns, and checks that every existing row already
 -- passes (they all name a user): the previous release keeps working beside this one, and reads a
 -- key's link or session as no link or session (its joins on users find no row).
 ALTER TABLE portal_links ALTER COLUMN created_by DROP NOT NULL;

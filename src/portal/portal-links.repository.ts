@@ -12,7 +12,7 @@ export interface PortalLinkScope {
 
 export const hashToken = (token: string): Buffer => createHash('sha256').update(token).digest();
 
-/** Who makes a link: a user, or an API key (migration 004); its session acts as that maker. */
+/** Who makes a link: a user, or an API key (migration 005); its session acts as that maker. */
 export type LinkCreator = { userId: number; apiKeyId?: undefined } | { apiKeyId: number; userId?: undefined };
 
 /** Stores a new one-time link; the token itself is only returned, never stored. */
