@@ -113,3 +113,15 @@ test('docs/errors.md lists every error code', () => {
   const onDisk = readFileSync(`${projectRoot}docs/errors.md`, 'utf8');
   assert.equal(onDisk, renderErrorDocs(), 'run `npm run docs:generate` after changing src/http/errors.ts');
 });
+
+test('PORTAL_FRAME_ANCESTORS takes https origins (http only on loopback), separated by commas or spaces', () => {
+  assert.equal(loadConfig({}).PORTAL_FRAME_ANCESTORS, '');
+  assert.equal(loadConfig({ PORTAL_FRAME_ANCESTORS: 'https://a.example, https://b.example:8443 http://localhost:3000,http://127.0.0.1:8080' }).PORTAL_FRAME_ANCESTORS, 'https://a.example, https://b.example:8443 http://localhost:3000,http://127.0.0.1:8080');
+  for (const value of ['http://a.example', 'https://a.example/', 'https://a.example/admin', '*', 'https://*.example.com', 'a.example', "'self'", 'https://A.example', 'ftp://a.example']) {
+    assert.throws(() => loadConfig({ PORTAL_FRAME_ANCESTORS: value }), (error: unknown) => {
+      assert.ok(error instanceof ConfigError);
+      assert.match(error.message, /PORTAL_FRAME_ANCESTORS=.*is not an https origin/);
+      return true;
+    }, value);
+  }
+});

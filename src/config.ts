@@ -4,6 +4,7 @@ import { Value } from 'typebox/value';
 import { parseRetrySchedule } from './settings/retry-schedule.js';
 import { DEFAULT_JWT_ALGORITHM, JWT_ALGORITHMS } from './settings/jwt-algorithms.js';
 import { parseCorsOrigins } from './settings/cors-origins.js';
+import { parseFrameAncestors } from './settings/frame-ancestors.js';
 import { parseNetworks } from './net/address-policy.js';
 import { parseTrustProxy } from './net/trusted-proxies.js';
 import { parseRoleList } from './settings/roles.js';
@@ -176,6 +177,10 @@ export const ConfigSchema = Type.Object({
   PORTAL_SESSION_TTL_SECONDS: Seconds(28_800, 'Lifetime of a portal session (web pages at /portal) from its sign-in.', 60),
   PORTAL_LINK_TTL_SECONDS: Integer(900, 'How long a one-time portal link stays valid (15 minutes).', 30, 86_400),
   PORTAL_PUBLIC_URL: OptionalText('Base URL of Plaza as browsers reach it (https://plaza.example.com), used in portal links. Unset: taken from the request that creates the link.'),
+  PORTAL_FRAME_ANCESTORS: Text(
+    '',
+    'Origins of a marketplace\'s own site that may show the portal in a frame (comma- or space-separated, each https://host[:port]; http only for localhost or 127.0.0.1): they are listed in the CSP\'s frame-ancestors, X-Frame-Options is no longer sent, and the session cookie becomes SameSite=None; Secure; Partitioned so that it works in the frame (Plaza must then be reached over https). Empty: no framing (frame-ancestors \'none\', X-Frame-Options: DENY, SameSite=Strict).',
+  ),
 });
 
 export type Config = Static<typeof ConfigSchema>;
@@ -288,6 +293,7 @@ const FORMAT_CHECKS: [keyof Config, (config: Config) => void][] = [
   ['WEBHOOK_ALLOWED_NETWORKS', (config) => parseNetworks(config.WEBHOOK_ALLOWED_NETWORKS)],
   ['TRUST_PROXY', (config) => parseTrustProxy(config.TRUST_PROXY)],
   ['CORS_ORIGINS', (config) => parseCorsOrigins(config.CORS_ORIGINS)],
+  ['PORTAL_FRAME_ANCESTORS', (config) => parseFrameAncestors(config.PORTAL_FRAME_ANCESTORS)],
   [
     'DATABASE_POOL_SIZE',
     (config) => {

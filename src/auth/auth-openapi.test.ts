@@ -98,6 +98,16 @@ describe('authentication flows in the OpenAPI document have examples', () => {
     assert.ok(body?.expires_at);
   });
 
+  test('a portal link takes an API key like the webhook routes, and says which keys may make one', () => {
+    const link = operation('post', '/v1/{marketplace_code}/portal-links') as Operation & { security?: unknown };
+    const webhooks = operation('post', '/v1/{marketplace_code}/webhooks') as Operation & { security?: unknown };
+    assert.deepEqual(link.security, webhooks.security);
+    assert.ok((link.security as Record<string, unknown>[]).some((scheme) => 'bearerAuth' in scheme), 'bearerAuth: an access token or an API key');
+    assert.match(link.description ?? '', /API keys \(a `marketplace` key for its own marketplace, an `admin` key\)/);
+    assert.match(link.description ?? '', /seller keys get 403, another marketplace's user or key 404/);
+    assert.ok(link.responses['403'] && link.responses['404']);
+  });
+
   test('logout and revoke-all say that ACCESS_TOKEN_REVOCATION=session ends access tokens too', () => {
     for (const path of ['/api/v2/auth/logout', '/api/v2/auth/revoke-all']) assert.match(operation('post', path).description ?? '', /ACCESS_TOKEN_REVOCATION=session/, path);
   });

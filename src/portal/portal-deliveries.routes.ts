@@ -4,7 +4,8 @@ import { DELIVERY_STATUSES, type DeliveryStatus } from '../webhooks/deliveries.r
 import { deliveryHistory } from '../delivery/history/delivery-history.js';
 import { REPLAYABLE_STATUSES, type ReplayableStatus } from '../delivery/history/replay.js';
 import { EVENT_TOPICS } from '../events/event-schema.js';
-import { AppError } from '../http/errors.js';
+import { AppError, type FieldError } from '../http/errors.js';
+import { plainMessage } from './views/form-errors.js';
 import { MarketplaceParams, WebhookParams } from '../http/path-params.js';
 import type { PortalSession } from './portal-sessions.js';
 import { assertInScope, loadScopedWebhook, refusedByTenantLimit, sendPage, sendRefusal, sessionOf, type PortalDeps, pageContext } from './portal-pages.js';
@@ -36,12 +37,12 @@ const ReplayForm = Type.Object({
 
 const blankToUndefined = (value: string | undefined) => (value === undefined || value.trim() === '' ? undefined : value.trim());
 
-/** datetime-local gives `2026-01-31T12:00` without a zone: the form says UTC. */
-function utcTime(value: string | undefined, field: string): Date | undefined {
+/** datetime-local gives `2026-01-31T12:00` without a zone: the form says UTC. A problem is added to `problems`. */
+function utcTime(value: string | undefined, field: string, problems: FieldError[]): Date | undefined {
   const text = blankToUndefined(value);
   if (text === undefined) return undefined;
   const date = new Date(/Z$|[+-]\d\d:\d\d$/.test(text) ? text : `${text}Z`);
-  if (Number.isNaN(date.getTime())) throw new AppError('validation_failed', `${field}: is not a date and time`, { errors: [{ field: `body.${field}`, message: 'is not a date and time' }] });
+  if (Number.isNaN(date.getTime())) problems.push({ field: `body.${field}`, message: 'is not a date and time' });
   return date;
 }
 
@@ -118,17 +119,24 @@ export const portalDeliveryRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async
     // Counting takes from the budget too, as the API's dry run does: it runs the same query.
     const refusal = refusedByTenantLimit(deps, session, 'replay');
     if (refusal) return sendRefusal(reply, refusal, replayPage(context, webhook, values, { matched: 0, error: refusal.detail }));
+    // Every field's problem at once, in plain words (views/form-errors.ts).
+    const problems: FieldError[] = [];
+    if (statuses.length === 0) problems.push({ field: 'body.status', message: 'choose at least one status to replay' });
+    const since = utcTime(body.since, 'since', problems);
+    const until = utcTime(body.until, 'until', problems);
+    const refused = (errors: FieldError[]) => sendPage(reply, replayPage(context, webhook, values, { matched: 0, error: errors.map(plainMessage).join(' · ') }), 400);
+    if (problems.length > 0) return refused(problems);
     try {
-      if (statuses.length === 0) throw new AppError('validation_failed', 'Choose at least one status to replay.');
       const dryRun = body.mode !== 'send';
       const outcome = await history.replay(
         webhook,
-        { statuses, since: utcTime(body.since, 'since'), until: utcTime(body.until, 'until'), topic: blankToUndefined(body.topic), entityId: blankToUndefined(body.entity_id), eventId: blankToUndefined(body.event_id), dryRun },
+        { statuses, since, until, topic: blankToUndefined(body.topic), entityId: blankToUndefined(body.entity_id), eventId: blankToUndefined(body.event_id), dryRun },
         portalActor(session),
       );
       return sendPage(reply, replayPage(context, webhook, values, dryRun ? { matched: outcome.matched } : outcome), dryRun ? 200 : 202);
     } catch (error) {
       if (!(error instanceof AppError) || error.code !== 'validation_failed') throw error;
+      if (error.options.errors?.length) return refused(error.options.errors);
       return sendPage(reply, replayPage(context, webhook, values, { matched: 0, error: error.detail }), 400);
     }
   });

@@ -38,7 +38,7 @@ describe('portal: webhook filters', () => {
     assert.match(notJson.body, /must be JSON/);
     const badOperator = await post('/portal/MKT/webhooks/new', { ...form, filter: '{"payload.order.status": {"$regex": "A"}}' });
     assert.equal(badOperator.statusCode, 400);
-    assert.match(badOperator.body, /payload\.order\.status\.\$regex: unknown operator \$regex/);
+    assert.match(badOperator.body, /Filter: at payload\.order\.status\.\$regex, unknown operator \$regex/);
 
     const created = await post('/portal/MKT/webhooks/new', { ...form, filter: '{"payload.order.status": "APRO"}' });
     assert.equal(created.statusCode, 201, created.body);

@@ -173,11 +173,7 @@ describe('portal link sessions act as the link\'s maker, confined to the link\'s
     assert.equal((await api(marketplace, 'GET', '/v1/MKT/webhooks/made-in-link')).statusCode, 200);
   });
 
-  test('only users make links: not a marketplace API key, not a seller', async () => {
-    const key = await api(marketplace, 'POST', '/api/v2/admin/api-keys', { name: 'producer', role: 'marketplace' });
-    assert.equal(key.statusCode, 201, key.body);
-    const byKey = await ctx.app.inject({ method: 'POST', url: '/v1/MKT/portal-links', headers: { ...bearer(key.json().key), host }, payload: { seller_id: 1 } });
-    assert.equal(byKey.statusCode, 403);
+  test('no seller makes links (a marketplace API key may: portal-links-api-key.security.test.ts)', async () => {
     assert.equal((await api(seller, 'POST', '/v1/MKT/portal-links', { seller_id: 1 })).statusCode, 403);
     assert.equal((await api(seller, 'POST', '/v1/MKT/portal-links', {})).statusCode, 403);
   });

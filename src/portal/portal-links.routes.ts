@@ -24,7 +24,7 @@ const PortalLinkBody = Type.Object(
 
 const PortalLink = Type.Object({
   id: Type.Integer({ description: 'The link\'s number: the webhook history names it (actor.portal_link_id) beside its maker for every change made in its session.' }),
-  url: Type.String({ description: 'One-time URL that opens a portal session acting as the caller, limited to the scope. Open it in a new tab or window (the portal refuses to be framed).' }),
+  url: Type.String({ description: 'One-time URL that opens a portal session acting as the caller, limited to the scope. Open it in a new tab or window, or in a frame of a site whose origin PORTAL_FRAME_ANCESTORS lists (by default the portal refuses to be framed).' }),
   expires_at: Type.String({ format: 'date-time', description: 'The link is refused after this (PORTAL_LINK_TTL_SECONDS, 15 minutes by default) and after its first use.' }),
   marketplace_code: Type.String(),
   seller_id: Type.Union([Type.Integer(), Type.Null()], { description: 'The seller of the scope, or null (no seller).' }),
@@ -45,7 +45,7 @@ export const portalLinkRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (a
         tags: ['portal'],
         operationId: 'createPortalLink',
         summary: 'Create a one-time portal link',
-        description: 'Marketplace users (their own marketplace) and admins only. The session acts as the caller and never gets more than the caller gets through the API: with `seller_id` (a seller connected to the marketplace), the caller\'s webhooks for that seller; without, the caller\'s webhooks in the marketplace.',
+        description: 'Marketplace users (their own marketplace) and admins, or their API keys (a `marketplace` key for its own marketplace, an `admin` key): sellers and seller keys get 403, another marketplace\'s user or key 404. The session acts as the caller (the user, or the key) and never gets more than the caller gets through the API: with `seller_id` (a seller connected to the marketplace), the caller\'s webhooks for that seller; without, the caller\'s webhooks in the marketplace. A key\'s link session ends when the key is revoked or expires.',
         security: [{ bearerAuth: [] }],
         params: MarketplaceParams,
         body: PortalLinkBody,
@@ -55,9 +55,10 @@ export const portalLinkRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (a
     async (request, reply) => {
       const principal = principalOf(request);
       const { marketplace_code: marketplaceCode } = request.params;
-      if (principal.role === 'seller') throw new AppError('forbidden', 'Only marketplace users and admins create portal links.');
-      // A link records the user who made it (portal_links.created_by); an API key is no user.
-      if (principal.userId === null) throw new AppError('forbidden', 'Portal links are made by users, not API keys.');
+      // A link's session manages webhooks as its maker: a seller (user or key) has its own sign-in and
+      // makes none. A marketplace's or an admin's API key may, and the session then acts as that key.
+      if (principal.role === 'seller') throw new AppError('forbidden', 'Only marketplace users and admins, and their API keys, create portal links.');
+      // Another marketplace's key or user: 404, as for every route of a marketplace it cannot see.
       await assertMarketplaceAccess(db, principal, marketplaceCode);
       const given = request.body.seller_id;
       // The schema bounds the number and the text's form; the text's value (up to ten digits) only here.
@@ -68,7 +69,9 @@ export const portalLinkRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (a
           errors: [{ field: 'body.seller_id', message: `is not connected to marketplace ${marketplaceCode}` }],
         });
       }
-      const { id, token, expiresAt } = await insertPortalLink(db, { marketplaceCode, sellerId }, principal.userId, clock.now(), config.PORTAL_LINK_TTL_SECONDS).catch(
+      // The link records its maker (portal_links.created_by, or created_by_api_key): its session acts as it.
+      const maker = principal.apiKeyId !== undefined ? { apiKeyId: principal.apiKeyId } : { userId: principal.userId };
+      const { id, token, expiresAt } = await insertPortalLink(db, { marketplaceCode, sellerId }, maker, clock.now(), config.PORTAL_LINK_TTL_SECONDS).catch(
         refuseIfUserGone('portal_links_created_by_fkey'),
       );
       // The request's own origin unless configured: the caller gets back what it asked for, so a

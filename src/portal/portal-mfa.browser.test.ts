@@ -11,6 +11,7 @@ import { ManualClock } from '../clock.js';
 import { loadConfig } from '../config.js';
 import { generateKeys } from '../keys.js';
 import { seedConnection, seedUser } from '../testing/fixtures.js';
+import { assertNoSidewaysScroll } from '../testing/narrow-screen.js';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';
 
 /**
@@ -64,6 +65,7 @@ describe('portal second factor in Chromium', { skip }, () => {
       return result.violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical').map((violation) => violation.id);
     });
     assert.deepEqual(violations, [], `axe on ${name}`);
+    await assertNoSidewaysScroll(page, name);
   }
 
   const heading = (page: Page, name: string | RegExp) => page.getByRole('heading', { level: 1, name }).waitFor();

@@ -25,7 +25,9 @@ export interface PortalSession {
 }
 
 export interface NewPortalSession {
-  userId: number;
+  /** The user the session acts as, or (a link made with an API key) null and `apiKeyId` set. */
+  userId: number | null;
+  apiKeyId?: number | undefined;
   authSessionId: string | null;
   role: Principal['role'];
   sellerId: number;
@@ -45,30 +47,37 @@ export interface NewPortalSession {
 export async function createPortalSession(db: Queryable, session: NewPortalSession): Promise<string> {
   const id = randomBytes(32).toString('base64url');
   await db.query(
-    `INSERT INTO portal_sessions (id_hash, csrf_token, user_id, auth_session_id, role, seller_id, marketplace_code, scope_marketplace, scope_seller, portal_link_id, display_name, created_at, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $12, $13, $9, $10, $10::timestamptz + make_interval(secs => $11))`,
+    `INSERT INTO portal_sessions (id_hash, csrf_token, user_id, auth_session_id, role, seller_id, marketplace_code, scope_marketplace, scope_seller, portal_link_id, display_name, created_at, expires_at, api_key_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $12, $13, $9, $10, $10::timestamptz + make_interval(secs => $11), $14)`,
     [
       hashToken(id), randomBytes(24).toString('base64url'), session.userId, session.authSessionId, session.role, session.sellerId,
       session.marketplaceCode, session.scopeMarketplace, session.displayName, session.now, session.ttlSeconds, session.scopeSeller, session.portalLinkId,
+      session.apiKeyId ?? null,
     ],
   );
   return id;
 }
 
 /**
- * The live session of a cookie: not expired, its user still active, and (after a password
- * sign-in) its API session not revoked, so logout and revoke-all end portal sessions too.
+ * The live session of a cookie: not expired, its user still active (or, for a link made with an
+ * API key, the key not revoked nor expired), and (after a password sign-in) its API session not
+ * revoked, so logout and revoke-all end portal sessions too, and a key's revocation its links' sessions.
  */
 export async function findPortalSession(db: Queryable, cookie: string, now: Date): Promise<PortalSession | undefined> {
   const { rows } = await db.query<{
-    csrf_token: string; user_id: number; auth_session_id: string | null; role: Principal['role']; seller_id: number;
+    csrf_token: string; user_id: number | null; api_key_id: number | null; auth_session_id: string | null; role: Principal['role']; seller_id: number;
     marketplace_code: string | null; scope_marketplace: string | null; scope_seller: number | null; portal_link_id: string | null; display_name: string;
   }>(
-    `SELECT p.csrf_token, p.user_id, p.auth_session_id, p.role, p.seller_id, p.marketplace_code, p.scope_marketplace, p.scope_seller, p.portal_link_id, p.display_name
+    `SELECT p.csrf_token, p.user_id, p.api_key_id, p.auth_session_id, p.role, p.seller_id, p.marketplace_code, p.scope_marketplace, p.scope_seller, p.portal_link_id, p.display_name
        FROM portal_sessions p
-       JOIN users u ON u.id = p.user_id AND u.active
+       LEFT JOIN users u ON u.id = p.user_id
+       LEFT JOIN api_keys k ON k.id = p.api_key_id
        LEFT JOIN sessions s ON s.id = p.auth_session_id
       WHERE p.id_hash = $1 AND p.expires_at > $2 AND (p.auth_session_id IS NULL OR s.revoked_at IS NULL)
+        -- Its maker may still act: an active user, or a key neither revoked nor expired (checked at
+        -- every request, as the key's own requests are: authenticateApiKey).
+        AND CASE WHEN p.user_id IS NOT NULL THEN coalesce(u.active, false)
+                 ELSE k.id IS NOT NULL AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > $2) END
         -- The tenant the session acts for is still active (a deactivated seller or marketplace ends it),
         -- and so is the marketplace a link's session is confined to (a seller's link made by it).
         AND ${tenantActiveSql('p.role', 'p.seller_id', 'p.marketplace_code')}
@@ -81,9 +90,11 @@ export async function findPortalSession(db: Queryable, cookie: string, now: Date
   );
   const row = rows[0];
   if (!row) return undefined;
+  const common = { sellerId: row.seller_id, role: row.role, marketplaceCode: row.marketplace_code, tokenId: 'portal' };
   return {
-    principal: {
-      userId: row.user_id,
+    // A key's link session acts as the key (an API key principal: no user, no session).
+    principal: row.api_key_id !== null ? { ...common, apiKeyId: row.api_key_id, userId: null, sessionId: null } : {
+      userId: row.user_id!,
       // Link sessions have no API session; a fresh id keeps Principal's shape without meaning one.
       sessionId: row.auth_session_id ?? randomUUID(),
       sellerId: row.seller_id,

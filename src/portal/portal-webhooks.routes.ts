@@ -1,16 +1,18 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { countHeldByWebhook, countHeldDeliveries } from '../webhooks/deliveries.repository.js';
+import { countHeldDeliveries } from '../webhooks/deliveries.repository.js';
 import { createTestAgent, sendTestNotification } from '../delivery/test-notification.routes.js';
-import { AppError } from '../http/errors.js';
+import { AppError, type FieldError } from '../http/errors.js';
+import { fieldErrors } from '../http/problem.js';
+import { formFieldOf } from './views/form-errors.js';
 import { MarketplaceParams, WebhookParams } from '../http/path-params.js';
-import { addressableByAdmin, assertMarketplaceAccess, tenantOf, type WebhookRow } from '../webhooks/webhook-access.js';
+import { assertMarketplaceAccess } from '../webhooks/webhook-access.js';
+import { webhooksForSession } from './portal-webhook-list.js';
 import { STATUS_TOPIC_PREFIX } from '../webhooks/webhook-validators.js';
-import { listWebhooks } from '../webhooks/webhooks.repository.js';
 import { withOpenHeaders } from '../keys/header-box.js';
-import { changeWebhook, createWebhook, rotateSecret, webhookSettings } from '../webhooks/webhooks.service.js';
-import { inLinkScope, readOnlySellerOf, sellerEditable, sellerIdForForm } from './portal-access.js';
+import { changeWebhook, createWebhook, rotateSecret, validateWebhookChange, validateWebhookCreate, webhookSettings } from '../webhooks/webhooks.service.js';
+import { sellerEditable, sellerIdForForm } from './portal-access.js';
 import { CsrfField, CsrfForm } from './portal-security.js';
 import { portalActor } from '../webhooks/webhook-history.js';
 import { detailHistory } from './portal-history.routes.js';
@@ -45,17 +47,61 @@ const DONE_NOTICES = {
 const DetailQuery = Type.Object({ done: Type.Optional(Type.Enum(Object.keys(DONE_NOTICES) as (keyof typeof DONE_NOTICES)[])) });
 const hide = { hide: true };
 
-/** `Name: value` lines to a header map; a line without a colon is reported on the field. */
+/** `Name: value` lines to a header map; every line without a colon is reported on the field, at once. */
 export function parseHeaderLines(text: string): { headers: Record<string, string> } | { error: string } {
   // No prototype: a line named __proto__ reaches the validator, which refuses it, instead of vanishing.
   const headers: Record<string, string> = Object.create(null) as Record<string, string>;
+  const bad: number[] = [];
   for (const [index, line] of text.split(/\r?\n/).entries()) {
     if (line.trim() === '') continue;
     const colon = line.indexOf(':');
-    if (colon <= 0) return { error: `line ${index + 1}: write each header as Name: value` };
-    headers[line.slice(0, colon).trim()] = line.slice(colon + 1).trim();
+    if (colon <= 0) bad.push(index + 1);
+    else headers[line.slice(0, colon).trim()] = line.slice(colon + 1).trim();
   }
+  if (bad.length > 0) return { error: `${bad.length === 1 ? 'line' : 'lines'} ${bad.join(', ')}: write each header as Name: value` };
   return { headers };
+}
+
+/**
+ * What a webhook form's submit gets wrong before any service is called: the schema's limits
+ * (attachValidation: a too-long field is shown on the form, not as an error page), the header
+ * lines, the filter's JSON. Each is a field error, with the values to show the form again with
+ * and to check the rest of the fields with (the service's rules, validateWebhook*).
+ */
+function readWebhookForm(request: Pick<FastifyRequest, 'body' | 'validationError'>): { values: WebhookFormValues; problems: FieldError[]; headers: Record<string, string>; filter: Record<string, unknown> | null } {
+  const problems: FieldError[] = [];
+  const failed = request.validationError as (Error & { validation?: unknown[]; validationContext?: string }) | undefined;
+  if (failed) {
+    // Only the body's problems belong on the form; a bad path is the error page's (as without attachValidation).
+    if (failed.validationContext !== 'body') throw failed;
+    problems.push(...fieldErrors('body', (failed.validation ?? []) as Parameters<typeof fieldErrors>[1]));
+  }
+  const raw = (request.body ?? {}) as Record<string, unknown>;
+  const text = (name: keyof WebhookFormValues) => (typeof raw[name] === 'string' ? raw[name] : undefined);
+  const values: WebhookFormValues = {
+    code: text('code'), name: text('name'), topic: text('topic'), status_code: text('status_code'), callback_url: text('callback_url'),
+    seller_id: text('seller_id'), headers: text('headers'), delivery_mode: text('delivery_mode'), filter: text('filter'),
+  };
+  const parsed = parseHeaderLines(values.headers ?? '');
+  if ('error' in parsed) problems.push({ field: 'body.headers', message: parsed.error });
+  const filter = parseFilterText(values.filter ?? '');
+  if ('error' in filter) problems.push({ field: 'body.filter', message: filter.error });
+  return { values, problems, headers: 'error' in parsed ? {} : parsed.headers, filter: 'error' in filter ? null : filter.filter };
+}
+
+/**
+ * The form's own problems and the service's (every field's, validation_failed), in one list: a
+ * field the form already found wrong is not reported twice (its value was not what the service saw).
+ */
+async function withServiceProblems(problems: FieldError[], check: () => Promise<void>): Promise<FieldError[]> {
+  try {
+    await check();
+    return problems;
+  } catch (error) {
+    if (!(error instanceof AppError) || error.code !== 'validation_failed') throw error;
+    const known = new Set(problems.map(formFieldOf));
+    return [...problems, ...(error.options.errors ?? []).filter((problem) => !known.has(formFieldOf(problem)))];
+  }
 }
 
 const detailPath = (webhook: { marketplace_code: string; code: string }) => `/portal/${webhook.marketplace_code}/webhooks/${encodeURIComponent(webhook.code)}`;
@@ -79,32 +125,12 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
   // Opened here once: the detail page names the headers, the edit form shows them, a test sends them.
   const load = async (session: PortalSession, params: { marketplace_code: string; code: string }) => withOpenHeaders(settings.secretsKey, await loadScopedWebhook(db, session, params));
 
-  /** Every webhook in the marketplace with one of these rows' codes, whoever owns it. */
-  const sameCodes = async (marketplaceCode: string, rows: WebhookRow[]) =>
-    (await db.query<Pick<WebhookRow, 'id' | 'code' | 'tenant_kind'>>(
-      `SELECT id, code, tenant_kind FROM webhooks WHERE marketplace_code = $1 AND code = ANY($2::text[])`,
-      [marketplaceCode, rows.map((row) => row.code)],
-    )).rows;
-
   app.get(hooks, { schema: { ...hide, params: MarketplaceParams }, preHandler: requireSession }, async (request, reply) => {
     const session = sessionOf(request);
     const { marketplace_code: mkt } = request.params;
     const context = scoped(session, mkt);
-    await assertMarketplaceAccess(db, session.principal, mkt);
-    // The principal's webhooks as the API lists them, then the link's scope (the same rule as each page's).
-    const linkScope = session.scopeMarketplace === null ? undefined : { sellerId: session.scopeSeller === null ? null : String(session.scopeSeller) };
-    const listed = await listWebhooks(db, { tenant: session.principal.role === 'admin' ? undefined : tenantOf(session.principal), marketplaceCode: mkt, limit: 100, linkScope });
-    const rows = listed.rows.filter((row) => inLinkScope(session, row));
-    const held = await countHeldByWebhook(db, rows.map((row) => Number(row.id)));
-    // An admin addresses webhooks by code across every tenant of the marketplace, in a link's scope or
-    // not: of those in the list, the ones it can open (loadWebhookForPrincipal's rule).
-    const everyTenant = session.principal.role !== 'admin' ? undefined : linkScope ? await sameCodes(mkt, rows) : listed.rows;
-    const openable = everyTenant && addressableByAdmin(everyTenant);
-    const readOnlySeller = readOnlySellerOf(session);
-    const readOnly = readOnlySeller === undefined
-      ? undefined
-      : (await listWebhooks(db, { tenant: { kind: 'seller', id: String(readOnlySeller) }, marketplaceCode: mkt, limit: 100 })).rows.map((row) => withOpenHeaders(settings.secretsKey, row)); // names shown, values masked
-    return sendPage(reply, webhookListPage(context, rows, held, openable, readOnly && { sellerId: readOnlySeller!, webhooks: readOnly }));
+    const list = await webhooksForSession(db, settings.secretsKey, session, mkt);
+    return sendPage(reply, webhookListPage(context, list.rows, list.held, list.openable, list.readOnly));
   });
 
   app.get(`${hooks}/new`, { schema: { ...hide, params: MarketplaceParams }, preHandler: requireSession }, async (request, reply) => {
@@ -117,35 +143,37 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
   });
 
   /** A validation problem from the service goes back onto the form; anything else is an error page. */
-  const formFailure = (reply: FastifyReply, error: unknown, render: (errors: AppError['options']['errors'], detail: string) => ReturnType<typeof webhookFormPage>) => {
+  const formFailure = (reply: FastifyReply, error: unknown, render: (errors: AppError['options']['errors'], detail?: string) => ReturnType<typeof webhookFormPage>) => {
     if (!(error instanceof AppError) || error.status >= 500 || error.status === 404) throw error;
     const errors = error.options.errors ?? (error.code === 'webhook_code_taken' ? [{ field: 'body.code', message: error.detail }] : []);
-    return sendPage(reply, render(errors, error.detail), error.status);
+    // A field's problem is shown on the field (in plain words); the detail only for a refusal of no field.
+    return sendPage(reply, render(errors, errors.length > 0 ? undefined : error.detail), error.status);
   };
 
-  app.post(`${hooks}/new`, { schema: { ...hide, params: MarketplaceParams, body: WebhookForm }, preHandler: requireSession }, async (request, reply) => {
+  app.post(`${hooks}/new`, { schema: { ...hide, params: MarketplaceParams, body: WebhookForm }, attachValidation: true, preHandler: requireSession }, async (request, reply) => {
     const session = sessionOf(request);
     const { marketplace_code: mkt } = request.params;
     const context = scoped(session, mkt);
-    const values: WebhookFormValues = request.body;
-    const render = (errors: AppError['options']['errors'], detail: string) => webhookFormPage(context, { values, errors, detail, sellerEditable: sellerEditable(session) });
-    const parsed = parseHeaderLines(values.headers ?? '');
-    if ('error' in parsed) return sendPage(reply, render([{ field: 'body.headers', message: parsed.error }], 'Please correct the fields below.'), 400);
-    const filter = parseFilterText(values.filter ?? '');
-    if ('error' in filter) return sendPage(reply, render([{ field: 'body.filter', message: filter.error }], 'Please correct the fields below.'), 400);
+    const form = readWebhookForm(request);
+    const { values } = form;
+    const render = (errors: AppError['options']['errors'], detail?: string) => webhookFormPage(context, { values, errors, detail, sellerEditable: sellerEditable(session) });
     const statusCode = values.status_code?.trim();
     const topic = values.topic === 'order/status_change' && statusCode ? `${STATUS_TOPIC_PREFIX}${statusCode}` : (values.topic ?? '');
+    const input = {
+      code: values.code ?? '',
+      name: values.name ?? '',
+      topic,
+      callback_url: values.callback_url ?? '',
+      seller_id: sellerIdForForm(session, values.seller_id),
+      headers: form.headers,
+      ...(values.delivery_mode ? { delivery_mode: values.delivery_mode } : {}),
+      filter: form.filter,
+    };
     try {
-      const { webhook, secret } = await createWebhook(db, session.principal, mkt, {
-        code: values.code ?? '',
-        name: values.name ?? '',
-        topic,
-        callback_url: values.callback_url ?? '',
-        seller_id: sellerIdForForm(session, values.seller_id),
-        headers: parsed.headers,
-        ...(values.delivery_mode ? { delivery_mode: values.delivery_mode } : {}),
-        filter: filter.filter,
-      }, settings, clock, portalActor(session));
+      // Every field is checked before anything is stored, so one answer names every problem.
+      const problems = await withServiceProblems(form.problems, () => validateWebhookCreate(db, session.principal, mkt, input, settings));
+      if (problems.length > 0) return sendPage(reply, render(problems), 400);
+      const { webhook, secret } = await createWebhook(db, session.principal, mkt, input, settings, clock, portalActor(session));
       return sendPage(reply, secretPage(context, webhook, secret), 201);
     } catch (error) {
       return formFailure(reply, error, render);
@@ -169,25 +197,25 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
     return sendPage(reply, webhookFormPage(pageContext(session, webhook.marketplace_code), { existing: webhook, values, sellerEditable: sellerEditable(session) }));
   });
 
-  app.post(`${one}/edit`, { schema: { ...hide, params: WebhookParams, body: WebhookForm }, preHandler: requireSession }, async (request, reply) => {
+  app.post(`${one}/edit`, { schema: { ...hide, params: WebhookParams, body: WebhookForm }, attachValidation: true, preHandler: requireSession }, async (request, reply) => {
     const session = sessionOf(request);
+    const form = readWebhookForm(request);
     const webhook = await load(session, request.params);
     const context = pageContext(session, webhook.marketplace_code);
-    const values: WebhookFormValues = request.body;
-    const render = (errors: AppError['options']['errors'], detail: string) => webhookFormPage(context, { existing: webhook, values, errors, detail, sellerEditable: sellerEditable(session) });
-    const parsed = parseHeaderLines(values.headers ?? '');
-    if ('error' in parsed) return sendPage(reply, render([{ field: 'body.headers', message: parsed.error }], 'Please correct the fields below.'), 400);
-    const filter = parseFilterText(values.filter ?? '');
-    if ('error' in filter) return sendPage(reply, render([{ field: 'body.filter', message: filter.error }], 'Please correct the fields below.'), 400);
+    const { values } = form;
+    const render = (errors: AppError['options']['errors'], detail?: string) => webhookFormPage(context, { existing: webhook, values, errors, detail, sellerEditable: sellerEditable(session) });
+    const input = {
+      name: values.name ?? '',
+      callback_url: values.callback_url ?? '',
+      seller_id: sellerIdForForm(session, values.seller_id, webhook),
+      headers: form.headers,
+      ...(values.delivery_mode ? { delivery_mode: values.delivery_mode } : {}),
+      filter: form.filter,
+    };
     try {
-      await changeWebhook(db, session.principal, webhook.marketplace_code, webhook.code, {
-        name: values.name ?? '',
-        callback_url: values.callback_url ?? '',
-        seller_id: sellerIdForForm(session, values.seller_id, webhook),
-        headers: parsed.headers,
-        ...(values.delivery_mode ? { delivery_mode: values.delivery_mode } : {}),
-        filter: filter.filter,
-      }, settings, clock, portalActor(session));
+      const problems = await withServiceProblems(form.problems, () => validateWebhookChange(db, session.principal, webhook.marketplace_code, webhook.code, input, settings));
+      if (problems.length > 0) return sendPage(reply, render(problems), 400);
+      await changeWebhook(db, session.principal, webhook.marketplace_code, webhook.code, input, settings, clock, portalActor(session));
     } catch (error) {
       return formFailure(reply, error, render);
     }

@@ -18,6 +18,7 @@ import { order } from '../testing/events.js';
 import { generateKeys, type Keys } from '../keys.js';
 import { projectRoot } from '../paths.js';
 import { bearer, seedConnection, seedUser, type SeededUser } from '../testing/fixtures.js';
+import { assertNoSidewaysScroll } from '../testing/narrow-screen.js';
 import { createTestDatabase, type TestDatabase } from '../testing/test-database.js';
 
 /**
@@ -99,6 +100,7 @@ describe('webhook portal in Chromium', { skip }, () => {
       return result.violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical').map((violation) => `${violation.id} (${violation.impact}, ${violation.nodes.length} nodes)`);
     });
     assert.deepEqual(violations, [], `axe on ${name}`);
+    await assertNoSidewaysScroll(page, name);
     checked.add(name);
     // caret: 'initial': Playwright's caret-hiding style would be an inline style, which the CSP (rightly) blocks.
     await page.screenshot({ path: join(SHOTS, `portal-${name}.png`), fullPage: name !== 'events', caret: 'initial' });
@@ -143,7 +145,7 @@ describe('webhook portal in Chromium', { skip }, () => {
     await page.getByRole('button', { name: 'Create webhook' }).click();
     const urlError = page.locator('#f-callback_url-error');
     await urlError.waitFor();
-    assert.match(await urlError.innerText(), /http or https/);
+    assert.match(await urlError.innerText(), /^Callback URL: the address must start with https:\/\//);
     assert.equal(await page.getByLabel('Callback URL').getAttribute('aria-invalid'), 'true');
     await checkPage(page, 'create-errors');
     await page.getByLabel('Callback URL').fill(receiver.url('/erp'));
@@ -240,6 +242,11 @@ describe('webhook portal in Chromium', { skip }, () => {
     await page.goto(`${origin}/portal/MKT/webhooks`);
     await heading(page, 'Webhooks in MKT');
     await checkPage(page, 'webhooks');
+    await page.goto(`${origin}/portal/MKT/webhooks/erp-orders/history`);
+    await checkPage(page, 'history');
+    await page.goto(`${origin}/portal/overview`);
+    await heading(page, 'All your webhooks');
+    await checkPage(page, 'overview');
     await page.goto(`${origin}/portal/MKT/webhooks/erp-orders/edit`);
     await checkPage(page, 'edit');
     await page.getByRole('link', { name: 'Event catalogue' }).click();
@@ -284,6 +291,6 @@ describe('webhook portal in Chromium', { skip }, () => {
 
   test('no page broke the CSP, and axe checked every page', () => {
     assert.deepEqual(cspViolations, []);
-    assert.deepEqual([...checked].sort(), ['create-errors', 'deliveries', 'delivery', 'edit', 'events', 'link', 'login', 'not-found', 'replay', 'secret', 'webhook-health', 'webhook-paused', 'webhooks']);
+    assert.deepEqual([...checked].sort(), ['create-errors', 'deliveries', 'delivery', 'edit', 'events', 'history', 'link', 'login', 'not-found', 'overview', 'replay', 'secret', 'webhook-health', 'webhook-paused', 'webhooks']);
   });
 });

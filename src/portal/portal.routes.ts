@@ -13,8 +13,10 @@ import { logout } from '../auth/sessions.service.js';
 import type { FeatureDeps } from '../deps.js';
 import { credentialsBodyLimit, defaultBodyLimit } from '../http/body-limits.js';
 import { AppError } from '../http/errors.js';
+import { fieldErrors } from '../http/problem.js';
 import { consumePortalLink } from './portal-links.repository.js';
-import { assertCsrfToken, assertSameOrigin, setPageHeaders } from './portal-security.js';
+import { assertCsrfToken, assertSameOrigin, pageHeadersFor } from './portal-security.js';
+import { parseFrameAncestors } from '../settings/frame-ancestors.js';
 import { createPortalSession, deletePortalSession, findPortalSession, type PortalSession } from './portal-sessions.js';
 import { sendPage, sessionOf } from './portal-pages.js';
 import { registerPortalAssets } from './portal-assets.js';
@@ -26,6 +28,8 @@ import { portalPasskeyRoutes } from './portal-passkeys.routes.js';
 import type { TokenPair } from '../auth/token-pair.js';
 import { linkPage, loginPage, marketplacesPage } from './views/auth-pages.js';
 import { errorPage } from './views/error-page.js';
+import { overviewPage } from './views/overview-page.js';
+import { webhooksForSession } from './portal-webhook-list.js';
 
 export const SESSION_COOKIE = 'plaza_portal';
 
@@ -49,8 +53,10 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
   app.addHook('onClose', async () => guards.close());
   registerPortalAssets(app);
 
+  const frameAncestors = parseFrameAncestors(config.PORTAL_FRAME_ANCESTORS);
+  const pageHeaders = pageHeadersFor(frameAncestors);
   app.addHook('onRequest', async (request, reply) => {
-    if (!request.url.startsWith('/portal/assets/')) setPageHeaders(reply);
+    if (!request.url.startsWith('/portal/assets/')) reply.headers(pageHeaders);
   });
   app.setErrorHandler(async (error, request, reply) => {
     const appError = error instanceof AppError ? error : undefined;
@@ -79,14 +85,19 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
     }
   };
 
+  // Framed by a marketplace's site (PORTAL_FRAME_ANCESTORS), the portal is a third party there: a
+  // Strict (or Lax) cookie is not sent in the frame, so the cookie is SameSite=None, which browsers
+  // take only with Secure, and Partitioned (CHIPS: kept per top-level site, so browsers that block
+  // third-party cookies still keep it, and another site that frames the portal gets none). Writes
+  // stay guarded by the origin check and the CSRF token (portal-security.ts). Not framed: Strict.
+  const framed = frameAncestors.length > 0;
+  const cookieOptions = (request: FastifyRequest) => ({
+    path: '/portal',
+    httpOnly: true,
+    ...(framed ? { sameSite: 'none' as const, secure: true, partitioned: true } : { sameSite: 'strict' as const, secure: request.protocol === 'https' }),
+  });
   const startSession = (reply: FastifyReply, request: FastifyRequest, id: string) =>
-    reply.setCookie(SESSION_COOKIE, id, {
-      path: '/portal',
-      httpOnly: true,
-      sameSite: 'strict',
-      secure: request.protocol === 'https',
-      maxAge: config.PORTAL_SESSION_TTL_SECONDS,
-    });
+    reply.setCookie(SESSION_COOKIE, id, { ...cookieOptions(request), maxAge: config.PORTAL_SESSION_TTL_SECONDS });
 
   /** After a sign-in that answered the login result: a portal session for it (the tokens stay here). */
   const startPasswordSession = async (request: FastifyRequest, reply: FastifyReply, pair: TokenPair) => {
@@ -109,8 +120,15 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
 
   app.get('/portal/login', { schema: hide }, async (_request, reply) => sendPage(reply, loginPage({})));
 
-  app.post('/portal/login', { bodyLimit: credentialsBodyLimit(config), schema: { ...hide, body: LoginForm } }, async (request, reply) => {
+  app.post('/portal/login', { bodyLimit: credentialsBodyLimit(config), schema: { ...hide, body: LoginForm }, attachValidation: true }, async (request, reply) => {
     assertSameOrigin(request);
+    const failed = request.validationError as (Error & { validation?: Parameters<typeof fieldErrors>[1] }) | undefined;
+    if (failed) {
+      // The API's bounds on both fields, each problem beside its field (not an error page).
+      const body = (request.body ?? {}) as Record<string, unknown>;
+      const username = typeof body.username === 'string' ? body.username : undefined;
+      return sendPage(reply, loginPage({ username, errors: fieldErrors('body', failed.validation ?? []) }), 400);
+    }
     const { username, password } = request.body;
     try {
       // The API's own login: the same limits, audit and password checks. The tokens stay here:
@@ -138,10 +156,11 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
       const link = await consumePortalLink(tx, request.body.token, now);
       if (!link) return undefined;
       const id = await createPortalSession(tx, {
-        userId: link.createdBy,
+        userId: link.createdBy.userId ?? null,
+        apiKeyId: link.createdBy.apiKeyId,
         authSessionId: null,
-        // The session acts as the link's maker, confined to the link's scope: never as the seller it
-        // names, whose own rights the maker may not have (portal-access.ts).
+        // The session acts as the link's maker (a user, or an API key), confined to the link's scope:
+        // never as the seller it names, whose own rights the maker may not have (portal-access.ts).
         role: link.maker.role,
         sellerId: link.maker.sellerId,
         marketplaceCode: link.maker.marketplaceCode,
@@ -164,7 +183,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
     const authSessionId = await deletePortalSession(db, request.cookies[SESSION_COOKIE]!);
     // A portal session is always a user's (it began with a login), never an API key's.
     if (authSessionId && session.principal.apiKeyId === undefined) await logout(db, session.principal, originOf(request), clock.now());
-    reply.clearCookie(SESSION_COOKIE, { path: '/portal' });
+    reply.clearCookie(SESSION_COOKIE, cookieOptions(request));
     return reply.redirect('/portal/login', 303);
   });
 
@@ -173,6 +192,23 @@ export const portalRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, 
     const marketplaces = await marketplacesOf(deps, session);
     if (marketplaces.length === 1) return reply.redirect(`/portal/${encodeURIComponent(marketplaces[0]!)}/webhooks`, 303);
     return sendPage(reply, marketplacesPage(session, marketplaces));
+  });
+
+  // One page for a seller on many marketplaces: each marketplace the session may open, with its
+  // webhooks as that marketplace's list has them. A link's session has its one marketplace.
+  app.get('/portal/overview', { schema: hide, preHandler: requireSession }, async (request, reply) => {
+    const session = sessionOf(request);
+    const sections = [];
+    for (const marketplaceCode of await marketplacesOf(deps, session)) {
+      try {
+        sections.push({ marketplaceCode, list: await webhooksForSession(db, keys.webhookSecretsKey, session, marketplaceCode) });
+      } catch (error) {
+        // Gone between the two reads (a connection removed): not listed, as it would not be now.
+        if (error instanceof AppError && error.status === 404) continue;
+        throw error;
+      }
+    }
+    return sendPage(reply, overviewPage({ signedInAs: session.displayName, csrfToken: session.csrfToken }, sections));
   });
 
   await app.register(portalWebhookRoutes, { ...deps, requireSession });

@@ -78,12 +78,12 @@ describe('callbacks to localhost names, with no network allowed (the default)', 
       ctx.app.inject({ method: 'POST', url, headers: { ...FORM, host, cookie, origin }, payload: new URLSearchParams({ _csrf: csrf, ...fields }).toString() });
     const refused = await post('/portal/MKT/webhooks/new', { code: 'portal-lh', name: 'n', topic: 'order/create', callback_url: 'http://localhost:3000/hook' });
     assert.equal(refused.statusCode, 400, refused.body);
-    assert.match(refused.body, /must not point to a loopback address \(localhost\)/);
+    assert.match(refused.body, /Callback URL: Plaza does not send to loopback addresses like localhost/);
     const created = await post('/portal/MKT/webhooks/new', { code: 'portal-lh', name: 'n', topic: 'order/create', callback_url: 'https://erp.example.com/hook' });
     assert.equal(created.statusCode, 201, created.body);
     const edited = await post('/portal/MKT/webhooks/portal-lh/edit', { name: 'n', callback_url: 'http://api.localhost/hook', seller_id: '1', headers: '' });
     assert.equal(edited.statusCode, 400, edited.body);
-    assert.match(edited.body, /must not point to a loopback address/);
+    assert.match(edited.body, /Callback URL: Plaza does not send to loopback addresses like api\.localhost/);
   });
 
   test('at send, a localhost name is never looked up: a resolver answering a public address does not open it', async () => {

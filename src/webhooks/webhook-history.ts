@@ -54,8 +54,10 @@ function credentialActor(principal: Principal, channel: HistoryChannel): Webhook
 export function portalActor(session: { principal: Principal; scopeMarketplace: string | null; portalLinkId: number | null }): WebhookActor {
   const { principal } = session;
   const userId = principal.apiKeyId === undefined ? principal.userId : null;
+  // A link made with an API key acts as the key: the history names the key beside the link.
+  const apiKeyId = principal.apiKeyId ?? null;
   return session.scopeMarketplace !== null
-    ? { kind: 'portal_link', channel: 'portal_link', role: principal.role, userId, apiKeyId: null, portalLinkId: session.portalLinkId }
+    ? { kind: 'portal_link', channel: 'portal_link', role: principal.role, userId, apiKeyId, portalLinkId: session.portalLinkId }
     : { kind: 'user', channel: 'portal', role: principal.role, userId, apiKeyId: null };
 }
 

@@ -83,6 +83,16 @@ class FieldChecks {
     for (const problem of problems) this.errors.push({ field: problem.path === '' ? 'body.filter' : `body.filter.${problem.path}`, message: problem.message });
     return problems.length === 0 ? value : undefined;
   }
+  /** The seller id for the webhook's owner (assertSellerIdAllowed): its field's problem joins the others; a refusal (403) is thrown. */
+  async sellerIdFor(db: Queryable, principal: Principal, owner: Tenant, marketplaceCode: string, sellerId: string | undefined): Promise<void> {
+    if (sellerId === undefined) return;
+    try {
+      await assertSellerIdAllowed(db, principal, owner, marketplaceCode, sellerId);
+    } catch (error) {
+      if (!(error instanceof AppError) || error.code !== 'validation_failed') throw error;
+      this.errors.push(...(error.options.errors ?? []));
+    }
+  }
   throwIfAny(): void {
     if (this.errors.length > 0) {
       throw new AppError('validation_failed', this.errors.map((e) => `${e.field}: ${e.message}`).join('; '), { errors: this.errors });
@@ -119,10 +129,10 @@ export interface CreatedWebhook {
 }
 
 /**
- * The changes below take the actor (who, through which channel) and write the webhook's history
- * row in their own transaction (webhook-history.ts): a channel cannot change a webhook unrecorded.
+ * A new webhook's fields, every problem at once (the seller id's for the owner included): the
+ * values to store, or one 400 naming each bad field. The portal's form shows them all in one answer.
  */
-export async function createWebhook(db: Database, principal: Principal, marketplaceCode: string, input: CreateWebhookInput, settings: WebhookSettings, clock: Clock, actor: WebhookActor): Promise<CreatedWebhook> {
+async function checkedCreateInput(db: Queryable, principal: Principal, marketplaceCode: string, input: CreateWebhookInput, settings: WebhookSettings) {
   await assertMarketplaceAccess(db, principal, marketplaceCode);
   const checks = new FieldChecks();
   const code = checks.take('body.code', checkCode(input.code));
@@ -133,39 +143,24 @@ export async function createWebhook(db: Database, principal: Principal, marketpl
   const headers = checks.headers(input.headers ?? {});
   const deliveryMode = checks.deliveryMode(input.delivery_mode);
   const filter = checks.filter(input.filter ?? null);
-  checks.throwIfAny();
   const owner = tenantOf(principal);
-  await assertSellerIdAllowed(db, principal, owner, marketplaceCode, sellerId!);
-
-  const secret = newWebhookSecret();
-  const now = clock.now();
-  const webhook = await db.transaction(async (tx) => {
-    const created = await insertWebhook(tx, {
-      tenant: owner,
-      marketplaceCode,
-      code: code!,
-      name: name!,
-      topic: topic!,
-      callbackUrl: callbackUrl!,
-      sellerId: sellerId!,
-      headersEncrypted: sealHeaders(settings.secretsKey, headers!),
-      secretEncrypted: encryptSecret(settings.secretsKey, secret),
-      deliveryMode: deliveryMode ?? 'all',
-      filter: filter!,
-      sendTraceparent: input.send_traceparent ?? false,
-      now,
-    }, settings.limitPerTenant);
-    // The headers in clear are the ones just sealed: no need to open them again.
-    const opened = { ...created, headers: headers!, headers_encrypted: null };
-    await recordWebhookHistory(tx, opened, actor, { action: 'create', changes: createdFields(opened) }, clock);
-    return opened;
-  });
-  return { webhook, secret };
+  await checks.sellerIdFor(db, principal, owner, marketplaceCode, sellerId);
+  checks.throwIfAny();
+  return { code: code!, name: name!, topic: topic!, callbackUrl: callbackUrl!, sellerId: sellerId!, headers: headers!, deliveryMode, filter: filter!, owner };
 }
 
-/** A PATCH; one that sets `active` is recorded as a pause or a resume, with every field it changed. */
-export async function changeWebhook(db: Database, principal: Principal, marketplaceCode: string, code: string, input: UpdateWebhookInput, settings: WebhookSettings, clock: Clock, actor: WebhookActor): Promise<WebhookRow> {
-  const current = await loadWebhookForPrincipal(db, principal, marketplaceCode, code);
+/** Checks a create's fields as createWebhook does, and stores nothing: the 400 of every problem, or nothing. */
+export async function validateWebhookCreate(db: Queryable, principal: Principal, marketplaceCode: string, input: CreateWebhookInput, settings: WebhookSettings): Promise<void> {
+  await checkedCreateInput(db, principal, marketplaceCode, input, settings);
+}
+
+/** Checks a change's fields as changeWebhook does, and stores nothing: the 400 of every problem, or nothing. */
+export async function validateWebhookChange(db: Queryable, principal: Principal, marketplaceCode: string, code: string, input: UpdateWebhookInput, settings: WebhookSettings): Promise<void> {
+  await checkedChanges(db, principal, await loadWebhookForPrincipal(db, principal, marketplaceCode, code), marketplaceCode, input, settings);
+}
+
+/** A change's fields, every problem at once (the seller id's for the webhook's owner included): the changes to store, or one 400. */
+async function checkedChanges(db: Queryable, principal: Principal, current: WebhookRow, marketplaceCode: string, input: UpdateWebhookInput, settings: WebhookSettings): Promise<WebhookChanges> {
   const checks = new FieldChecks();
   const changes: WebhookChanges = {};
   if (input.name !== undefined) changes.name = checks.take('body.name', checkName(input.name));
@@ -176,11 +171,49 @@ export async function changeWebhook(db: Database, principal: Principal, marketpl
   if (input.delivery_mode !== undefined) changes.deliveryMode = checks.deliveryMode(input.delivery_mode);
   if (input.filter !== undefined) changes.filter = checks.filter(input.filter);
   if (input.send_traceparent !== undefined) changes.sendTraceparent = input.send_traceparent;
+  await checks.sellerIdFor(db, principal, { kind: current.tenant_kind, id: current.tenant_id }, marketplaceCode, changes.sellerId);
   checks.throwIfAny();
   if (headers !== undefined) changes.headersEncrypted = sealHeaders(settings.secretsKey, headers);
-  if (changes.sellerId !== undefined) {
-    await assertSellerIdAllowed(db, principal, { kind: current.tenant_kind, id: current.tenant_id }, marketplaceCode, changes.sellerId);
-  }
+  return changes;
+}
+
+/**
+ * The changes below take the actor (who, through which channel) and write the webhook's history
+ * row in their own transaction (webhook-history.ts): a channel cannot change a webhook unrecorded.
+ */
+export async function createWebhook(db: Database, principal: Principal, marketplaceCode: string, input: CreateWebhookInput, settings: WebhookSettings, clock: Clock, actor: WebhookActor): Promise<CreatedWebhook> {
+  const { code, name, topic, callbackUrl, sellerId, headers, deliveryMode, filter, owner } = await checkedCreateInput(db, principal, marketplaceCode, input, settings);
+
+  const secret = newWebhookSecret();
+  const now = clock.now();
+  const webhook = await db.transaction(async (tx) => {
+    const created = await insertWebhook(tx, {
+      tenant: owner,
+      marketplaceCode,
+      code: code,
+      name: name,
+      topic: topic,
+      callbackUrl: callbackUrl,
+      sellerId: sellerId,
+      headersEncrypted: sealHeaders(settings.secretsKey, headers),
+      secretEncrypted: encryptSecret(settings.secretsKey, secret),
+      deliveryMode: deliveryMode ?? 'all',
+      filter,
+      sendTraceparent: input.send_traceparent ?? false,
+      now,
+    }, settings.limitPerTenant);
+    // The headers in clear are the ones just sealed: no need to open them again.
+    const opened = { ...created, headers, headers_encrypted: null };
+    await recordWebhookHistory(tx, opened, actor, { action: 'create', changes: createdFields(opened) }, clock);
+    return opened;
+  });
+  return { webhook, secret };
+}
+
+/** A PATCH; one that sets `active` is recorded as a pause or a resume, with every field it changed. */
+export async function changeWebhook(db: Database, principal: Principal, marketplaceCode: string, code: string, input: UpdateWebhookInput, settings: WebhookSettings, clock: Clock, actor: WebhookActor): Promise<WebhookRow> {
+  const current = await loadWebhookForPrincipal(db, principal, marketplaceCode, code);
+  const changes = await checkedChanges(db, principal, current, marketplaceCode, input, settings);
   const now = clock.now();
   const updated = await db.transaction(async (tx) => {
     // The row is locked first, so that the history's "before" is the state this update replaces.

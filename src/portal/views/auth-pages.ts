@@ -1,20 +1,25 @@
-import { html } from '../html.js';
+import type { FieldError } from '../../http/errors.js';
+import { html, type Html } from '../html.js';
 import type { PortalSession } from '../portal-sessions.js';
-import { page } from './layout.js';
+import { errorSummary, fieldErrorText, fieldMessages, page } from './layout.js';
 
-export function loginPage(state: { username?: string; error?: string }) {
+/** The sign-in form; `errors`: its fields' problems (an empty or too long name or password), all shown at once. */
+export function loginPage(state: { username?: string; error?: string; errors?: FieldError[] }) {
+  const input = (name: 'username' | 'password', label: string, attributes: Html) => {
+    const messages = fieldMessages(state.errors, name);
+    return html`<div class="field">
+    <label for="${name}">${label}</label>
+    <input id="${name}" name="${name}" ${attributes} required${messages.length > 0 && html` aria-invalid="true" aria-describedby="${name}-error"`}>
+    ${fieldErrorText(name, messages)}
+  </div>`;
+  };
   return page('Sign in', {}, html`
 <p>Sign in with your Plaza user name and password (seller or marketplace users) to see and control your webhooks.</p>
 ${state.error && html`<div class="alert error" role="alert"><p>${state.error}</p></div>`}
-<form method="post" action="/portal/login" hx-boost="false">
-  <div class="field">
-    <label for="username">User name</label>
-    <input id="username" name="username" type="text" autocomplete="username" required value="${state.username ?? ''}">
-  </div>
-  <div class="field">
-    <label for="password">Password</label>
-    <input id="password" name="password" type="password" autocomplete="current-password" required>
-  </div>
+${errorSummary(state.errors)}
+<form method="post" action="/portal/login" hx-boost="false" novalidate>
+  ${input('username', 'User name', html`type="text" autocomplete="username" value="${state.username ?? ''}"`)}
+  ${input('password', 'Password', html`type="password" autocomplete="current-password"`)}
   <button type="submit">Sign in</button>
 </form>
 <p><button type="button" class="secondary" data-passkey="sign-in">Use a passkey</button> <span id="passkey-status" role="status" aria-live="polite"></span></p>`);
@@ -39,5 +44,6 @@ export function marketplacesPage(session: PortalSession, marketplaces: string[])
   return page('Choose a marketplace', { signedInAs: session.displayName, csrfToken: session.csrfToken }, html`
 ${marketplaces.length === 0
     ? html`<p>You have no marketplace to manage webhooks in.</p>`
-    : html`<ul>${marketplaces.map((code) => html`<li><a href="/portal/${code}/webhooks">${code}</a></li>`)}</ul>`}`);
+    : html`<ul>${marketplaces.map((code) => html`<li><a href="/portal/${code}/webhooks">${code}</a></li>`)}</ul>
+<p><a href="/portal/overview">All your webhooks, every marketplace on one page</a></p>`}`);
 }

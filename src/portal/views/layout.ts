@@ -1,5 +1,6 @@
 import type { FieldError } from '../../http/errors.js';
 import { html, type Html } from '../html.js';
+import { controlIdOf, formFieldOf, plainMessagesOf } from './form-errors.js';
 
 export interface PageContext {
   /** Absent on the sign-in pages. */
@@ -40,6 +41,7 @@ export function page(title: string, context: PageContext, body: Html): Html {
   <a class="brand" href="/portal">Plaza webhooks</a>
   ${context.signedInAs && html`<nav aria-label="Main">
     <ul>
+      <li><a href="/portal/overview">Overview</a></li>
       ${mkt && html`<li><a href="/portal/${mkt}/webhooks">Webhooks</a></li>
       <li><a href="/portal/${mkt}/events">Event catalogue</a></li>`}
       <li><a href="/portal/account">Sign-in security</a></li>
@@ -85,21 +87,37 @@ export function field(options: {
     ${options.required && html`required`} ${options.readonly && html`readonly`}
     ${options.autocomplete && html`autocomplete="${options.autocomplete}"`}
     ${describedBy && html`aria-describedby="${describedBy}"`} ${messages.length > 0 && html`aria-invalid="true"`}>
-  ${messages.length > 0 && html`<p class="error" id="${id}-error">${messages.join('; ')}</p>`}
+  ${fieldErrorText(id, messages)}
 </div>`;
 }
 
-/** The API's messages for a form field: `body.callback_url` and `body.headers.X-Key` belong to `callback_url` and `headers`. */
+/**
+ * A form field's messages, in plain words (form-errors.ts): `body.callback_url` and
+ * `body.headers.X-Key` belong to `callback_url` and `headers`.
+ */
 export function fieldMessages(errors: FieldError[] | undefined, name: string): string[] {
-  return (errors ?? []).filter((error) => error.field === `body.${name}` || error.field.startsWith(`body.${name}.`)).map((error) =>
-    error.field === `body.${name}` ? error.message : `${error.field.slice(`body.${name}.`.length)}: ${error.message}`,
-  );
+  return plainMessagesOf(errors, name);
 }
 
+/** The messages under a field, one per line, for its aria-describedby. */
+export function fieldErrorText(id: string, messages: string[]): Html {
+  return html`${messages.length > 0 && html`<p class="error" id="${id}-error">${messages.map((message, index) => html`${index > 0 && html`<br>`}${message}`)}</p>`}`;
+}
+
+/**
+ * Above a form that was refused: what went wrong, and every field's message as a link to its field,
+ * all from one answer. `detail` is for a refusal that is no field's (a 403, a limit); a validation
+ * error's own detail (`body.code: …`) is never shown, its fields' messages are.
+ */
 export function errorSummary(errors: FieldError[] | undefined, detail?: string): Html {
-  if (!errors?.length && !detail) return html``;
+  // One entry per message a field shows (fieldMessages), in the order of the errors.
+  const names = [...new Set((errors ?? []).map(formFieldOf).filter((name) => name !== ''))];
+  const fieldErrors = names.flatMap((name) => fieldMessages(errors, name).map((message) => ({ name, message })));
+  if (fieldErrors.length === 0 && !detail) return html``;
+  const heading = fieldErrors.length === 0 ? detail : fieldErrors.length === 1 ? 'Please correct this field:' : `Please correct these ${fieldErrors.length} problems:`;
   return html`<div class="alert error" role="alert">
-  <p>${detail ?? 'Please correct the fields below.'}</p>
+  <p>${heading}</p>
+  ${fieldErrors.length > 0 && html`<ul>${fieldErrors.map((error) => html`<li><a href="#${controlIdOf(error.name)}">${error.message}</a></li>`)}</ul>`}
 </div>`;
 }
 

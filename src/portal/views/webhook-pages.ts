@@ -4,7 +4,7 @@ import type { TestResult } from '../../delivery/test-notification.routes.js';
 import type { WebhookRow } from '../../webhooks/webhook-access.js';
 import { FIXED_TOPICS } from '../../webhooks/webhook-validators.js';
 import { html, type Html } from '../html.js';
-import { csrfField, errorSummary, field, fieldMessages, page, statusBadge, timestamp, type PageContext } from './layout.js';
+import { csrfField, errorSummary, field, fieldErrorText, fieldMessages, page, statusBadge, timestamp, type PageContext } from './layout.js';
 
 const base = (webhook: Pick<WebhookRow, 'marketplace_code' | 'code'>) => `/portal/${webhook.marketplace_code}/webhooks/${encodeURIComponent(webhook.code)}`;
 
@@ -14,7 +14,7 @@ export function health(webhook: WebhookRow): Html {
   return statusBadge(webhook.failing_since ? 'failing' : 'healthy');
 }
 
-const reasonText = (reason: string | null) => (reason === 'disabled_by_user' ? 'Paused by a user: new events are held.' : disabledMessage(reason));
+export const reasonText = (reason: string | null) => (reason === 'disabled_by_user' ? 'Paused by a user: new events are held.' : disabledMessage(reason));
 
 /** A header value is never shown where the viewer may not manage the webhook (portal-access.ts). */
 const MASKED = '••••••';
@@ -23,9 +23,9 @@ const MASKED = '••••••';
  * A seller's own webhooks in a link session whose maker may not manage them (a marketplace's link
  * for that seller): listed read-only, no link to a page, header names only, with masked values.
  */
-function readOnlySection(readOnly: { sellerId: number; webhooks: WebhookRow[] }): Html {
+export function readOnlySection(readOnly: { sellerId: number; webhooks: WebhookRow[] }, level: 2 | 3 = 2): Html {
   return html`
-<h2>Seller ${readOnly.sellerId}'s own webhooks (read-only)</h2>
+${level === 2 ? html`<h2>Seller ${readOnly.sellerId}'s own webhooks (read-only)</h2>` : html`<h3>Seller ${readOnly.sellerId}'s own webhooks (read-only)</h3>`}
 <p class="hint">The seller manages these with its own sign-in; a portal link made by the marketplace shows them only.</p>
 ${readOnly.webhooks.length === 0 ? html`<p>None.</p>` : html`
 <table>
@@ -94,8 +94,8 @@ export function webhookFormPage(context: PageContext, options: { existing?: Webh
   const topicErrors = fieldMessages(errors, 'topic');
   const headerErrors = fieldMessages(errors, 'headers');
   const modeErrors = fieldMessages(errors, 'delivery_mode');
-  // The filter's problems are named by their path inside it (body.filter.payload.x.$gt): all shown here.
-  const filterErrors = (errors ?? []).filter((error) => error.field === 'body.filter' || error.field.startsWith('body.filter.')).map((error) => error.field === 'body.filter' ? error.message : `${error.field.slice('body.filter.'.length)}: ${error.message}`);
+  // The filter's problems are named by their path inside it (body.filter.payload.x.$gt): all shown on it.
+  const filterErrors = fieldMessages(errors, 'filter');
   return page(existing ? `Edit ${existing.name}` : 'New webhook', context, html`
 ${errorSummary(errors, options.detail)}
 <form method="post" action="${action}" novalidate>
@@ -110,9 +110,9 @@ ${errorSummary(errors, options.detail)}
     <select id="f-topic" name="topic" aria-describedby="f-topic-hint${topicErrors.length ? ' f-topic-error' : ''}" ${topicErrors.length > 0 && html`aria-invalid="true"`}>
       ${FIXED_TOPICS.map((topic) => html`<option value="${topic}" ${values.topic === topic && html`selected`}>${topic}</option>`)}
     </select>
-    ${topicErrors.length > 0 && html`<p class="error" id="f-topic-error">${topicErrors.join('; ')}</p>`}
+    ${fieldErrorText('f-topic', topicErrors)}
   </div>
-  ${field({ name: 'status_code', label: 'Only this order status (optional)', value: values.status_code, hint: 'With topic order/status_change: receive only changes into this status code, e.g. APRO.' })}`}
+  ${field({ name: 'status_code', label: 'Only this order status (optional)', value: values.status_code, errors, hint: 'With topic order/status_change: receive only changes into this status code, e.g. APRO.' })}`}
   ${field({ name: 'callback_url', label: 'Callback URL', value: values.callback_url, errors, required: true, type: 'url', hint: 'The https URL that receives the notifications.' })}
   ${options.sellerEditable
     ? field({ name: 'seller_id', label: 'Seller', value: values.seller_id ?? '*', errors, hint: '* for every seller, or one seller id.' })
@@ -121,7 +121,7 @@ ${errorSummary(errors, options.detail)}
     <label for="f-headers">Headers</label>
     <p class="hint" id="f-headers-hint">Added to each notification, one per line as <code>Name: value</code>.</p>
     <textarea id="f-headers" name="headers" aria-describedby="f-headers-hint${headerErrors.length ? ' f-headers-error' : ''}" ${headerErrors.length > 0 && html`aria-invalid="true"`}>${values.headers ?? ''}</textarea>
-    ${headerErrors.length > 0 && html`<p class="error" id="f-headers-error">${headerErrors.join('; ')}</p>`}
+    ${fieldErrorText('f-headers', headerErrors)}
   </div>
   <div class="field">
     <label for="f-delivery-mode">Delivery mode</label>
@@ -130,13 +130,13 @@ ${errorSummary(errors, options.detail)}
       <option value="all" ${(values.delivery_mode ?? 'all') === 'all' && html`selected`}>all: every notification</option>
       <option value="latest" ${values.delivery_mode === 'latest' && html`selected`}>latest: only the newest state of each entity</option>
     </select>
-    ${modeErrors.length > 0 && html`<p class="error" id="f-delivery-mode-error">${modeErrors.join('; ')}</p>`}
+    ${fieldErrorText('f-delivery-mode', modeErrors)}
   </div>
   <div class="field">
     <label for="f-filter">Filter (optional)</label>
     <p class="hint" id="f-filter-hint">Only notifications whose body matches get sent, as JSON: e.g. <code>{"payload.order.status": {"$in": ["APRO", "PROC"]}}</code>. Dotted paths, a value for equality, or <code>$eq $ne $in $nin $gt $gte $lt $lte $exists</code>; <code>$and $or $not</code>. Empty: every notification of the topic.</p>
     <textarea id="f-filter" name="filter" spellcheck="false" aria-describedby="f-filter-hint${filterErrors.length ? ' f-filter-error' : ''}" ${filterErrors.length > 0 && html`aria-invalid="true"`}>${values.filter ?? ''}</textarea>
-    ${filterErrors.length > 0 && html`<p class="error" id="f-filter-error">${filterErrors.join('; ')}</p>`}
+    ${fieldErrorText('f-filter', filterErrors)}
   </div>
   <button type="submit">${existing ? 'Save changes' : 'Create webhook'}</button>
   <a href="${existing ? base(existing) : `/portal/${mkt}/webhooks`}">Cancel</a>
