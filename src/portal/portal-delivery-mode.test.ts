@@ -47,6 +47,19 @@ describe('portal: delivery mode and superseded deliveries', () => {
     assert.equal((await modeOf('stock')).delivery_mode, 'all');
   });
 
+  test('the trace context checkbox (issue 34): ticked on create sets send_traceparent, the edit form shows it, an edit without it clears it', async () => {
+    const traced = async () => (await ctx.db.query<{ send_traceparent: boolean }>(`SELECT send_traceparent FROM webhooks WHERE code = 'traced'`)).rows[0]!.send_traceparent;
+    assert.match((await get('/portal/MKT/webhooks/new')).body, /<input type="checkbox" id="f-send-traceparent" name="send_traceparent" value="true"/);
+    const created = await post('/portal/MKT/webhooks/new', { code: 'traced', name: 'Traced', topic: 'order/create', callback_url: 'https://erp.example/t', seller_id: '1', send_traceparent: 'true' });
+    assert.equal(created.statusCode, 201, created.body);
+    assert.equal(await traced(), true);
+    assert.match((await get('/portal/MKT/webhooks/traced/edit')).body, /name="send_traceparent" value="true" aria-describedby="f-send-traceparent-hint" checked>/);
+    const edited = await post('/portal/MKT/webhooks/traced/edit', { name: 'Traced', callback_url: 'https://erp.example/t', seller_id: '1' });
+    assert.equal(edited.statusCode, 303, edited.body);
+    assert.equal(await traced(), false);
+    assert.doesNotMatch((await get('/portal/MKT/webhooks/traced/edit')).body, /f-send-traceparent-hint" checked/);
+  });
+
   test('the log shows "superseded by #N", linked, and the detail says it is never sent', async () => {
     const hook = await modeOf('stock');
     const webhook = { id: hook.id, secret: '', code: 'stock', marketplaceCode: 'MKT' };

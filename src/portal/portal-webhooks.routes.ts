@@ -37,6 +37,7 @@ const WebhookForm = Type.Object({
   headers: Text(16_384),
   delivery_mode: Text(20),
   filter: Text(16_384),
+  send_traceparent: Text(10),
 });
 const FilterTestForm = Type.Object({ _csrf: CsrfField, filter: Text(16_384) });
 const DONE_NOTICES = {
@@ -81,6 +82,7 @@ function readWebhookForm(request: Pick<FastifyRequest, 'body' | 'validationError
   const values: WebhookFormValues = {
     code: text('code'), name: text('name'), topic: text('topic'), status_code: text('status_code'), callback_url: text('callback_url'),
     seller_id: text('seller_id'), headers: text('headers'), delivery_mode: text('delivery_mode'), filter: text('filter'),
+    send_traceparent: text('send_traceparent'),
   };
   const parsed = parseHeaderLines(values.headers ?? '');
   if ('error' in parsed) problems.push({ field: 'body.headers', message: parsed.error });
@@ -168,6 +170,8 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
       headers: form.headers,
       ...(values.delivery_mode ? { delivery_mode: values.delivery_mode } : {}),
       filter: form.filter,
+      // A checkbox: sent ('true') when ticked, absent when not.
+      send_traceparent: values.send_traceparent === 'true',
     };
     try {
       // Every field is checked before anything is stored, so one answer names every problem.
@@ -193,6 +197,7 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
     const webhook = await load(session, request.params);
     const values = {
       name: webhook.name, callback_url: webhook.callback_url, seller_id: webhook.seller_id, headers: headerLines(webhook.headers), delivery_mode: webhook.delivery_mode, filter: filterText(webhook.filter),
+      send_traceparent: webhook.send_traceparent ? 'true' : undefined,
     };
     return sendPage(reply, webhookFormPage(pageContext(session, webhook.marketplace_code), { existing: webhook, values, sellerEditable: sellerEditable(session) }));
   });
@@ -211,6 +216,8 @@ export const portalWebhookRoutes: FastifyPluginAsyncTypebox<PortalDeps> = async 
       headers: form.headers,
       ...(values.delivery_mode ? { delivery_mode: values.delivery_mode } : {}),
       filter: form.filter,
+      // A checkbox: sent ('true') when ticked, absent when not.
+      send_traceparent: values.send_traceparent === 'true',
     };
     try {
       const problems = await withServiceProblems(form.problems, () => validateWebhookChange(db, session.principal, webhook.marketplace_code, webhook.code, input, settings));

@@ -81,6 +81,8 @@ export interface WebhookFormValues {
   delivery_mode?: string;
   /** The filter as JSON text; empty: none. */
   filter?: string;
+  /** 'true' when the checkbox is ticked. */
+  send_traceparent?: string;
 }
 
 /** A filter as the form and the detail page show it: indented JSON, '' for none. */
@@ -137,6 +139,10 @@ ${errorSummary(errors, options.detail)}
     <p class="hint" id="f-filter-hint">Only notifications whose body matches get sent, as JSON: e.g. <code>{"payload.order.status": {"$in": ["APRO", "PROC"]}}</code>. Dotted paths, a value for equality, or <code>$eq $ne $in $nin $gt $gte $lt $lte $exists</code>; <code>$and $or $not</code>. Empty: every notification of the topic.</p>
     <textarea id="f-filter" name="filter" spellcheck="false" aria-describedby="f-filter-hint${filterErrors.length ? ' f-filter-error' : ''}" ${filterErrors.length > 0 && html`aria-invalid="true"`}>${values.filter ?? ''}</textarea>
     ${fieldErrorText('f-filter', filterErrors)}
+  </div>
+  <div class="field">
+    <label><input type="checkbox" id="f-send-traceparent" name="send_traceparent" value="true" aria-describedby="f-send-traceparent-hint" ${values.send_traceparent === 'true' && html`checked`}> Send trace context (<code>traceparent</code>)</label>
+    <p class="hint" id="f-send-traceparent-hint">When the operator traces Plaza with OpenTelemetry, each notification carries the W3C <code>traceparent</code> of its send, so that your receiver's traces can join it. Off by default: it shows the receiver Plaza's trace ids.</p>
   </div>
   <button type="submit">${existing ? 'Save changes' : 'Create webhook'}</button>
   <a href="${existing ? base(existing) : `/portal/${mkt}/webhooks`}">Cancel</a>
