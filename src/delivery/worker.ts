@@ -63,6 +63,11 @@ class WorkerLoop {
   private readonly recording = new Map<number, number>();
   /** When scheduleNextDue last ran (Date.now()). */
   private nextDueCheckedAt = 0;
+  /**
+   * A next-due query is running: another would add nothing (a retry recorded after its read arms
+   * the timer from its own delay).
+   */
+  private checkingNextDue = false;
   private readonly shutdown = new AbortController();
   private readonly vacuum: QueueVacuum;
   private stopping = false;
@@ -166,7 +171,9 @@ class WorkerLoop {
       // free again in a moment; otherwise sleep until the next due time.
       if (left && deliveries.length === offered) this.again = true;
       else if (more) this.retrySoon();
-      else if (this.inFlight.size === 0 || Date.now() - this.nextDueCheckedAt >= NEXT_DUE_RECHECK_MS) this.inBackground(() => this.scheduleNextDue());
+      else if (!this.checkingNextDue && (this.inFlight.size === 0 || Date.now() - this.nextDueCheckedAt >= NEXT_DUE_RECHECK_MS)) {
+        this.inBackground(() => this.scheduleNextDue());
+      }
     } catch (error) {
       this.owed = true;
       // The database may be restarting: the poll tries again.
@@ -227,14 +234,19 @@ class WorkerLoop {
   private async scheduleNextDue(): Promise<void> {
     const { db, clock } = this.deps;
     this.nextDueCheckedAt = Date.now();
-    // The wait is computed by the database, whose clock sets the due times.
-    const { rows } = await db.query<{ wait_ms: number | null }>(
-      `SELECT extract(epoch FROM min(next_attempt_at) - ${dbNow(1)}) * 1000 AS wait_ms
-         FROM deliveries WHERE status = 'pending' AND next_attempt_at > ${dbNow(1)}`,
-      [clockOffsetMs(clock)],
-    );
-    const wait = rows[0]?.wait_ms;
-    if (wait !== null && wait !== undefined) this.armDueTimer(Number(wait));
+    this.checkingNextDue = true;
+    try {
+      // The wait is computed by the database, whose clock sets the due times.
+      const { rows } = await db.query<{ wait_ms: number | null }>(
+        `SELECT extract(epoch FROM min(next_attempt_at) - ${dbNow(1)}) * 1000 AS wait_ms
+           FROM deliveries WHERE status = 'pending' AND next_attempt_at > ${dbNow(1)}`,
+        [clockOffsetMs(clock)],
+      );
+      const wait = rows[0]?.wait_ms;
+      if (wait !== null && wait !== undefined) this.armDueTimer(Number(wait));
+    } finally {
+      this.checkingNextDue = false;
+    }
   }
 
   /**
