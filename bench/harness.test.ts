@@ -32,7 +32,7 @@ describe('bench harness', () => {
     assert.deepEqual(select(['7']).map((s) => s.id), ['4', '7']);
     assert.deepEqual(select(['8', '2']).map((s) => s.id), ['1', '2', '4', '8']);
     assert.deepEqual(select(['delivery-throughput']).map((s) => s.id), ['4']);
-    assert.equal(select([]).length, 11);
+    assert.equal(select([]).length, 12);
     assert.deepEqual(select(['tenant-fairness']).map((s) => s.id), ['10']);
     assert.deepEqual(select(['sellers-in-a-shared-webhook']).map((s) => s.id), ['11']);
     assert.throws(() => select(['42']), /unknown scenario "42"/);

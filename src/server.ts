@@ -117,7 +117,8 @@ export async function serve(config: Config, role: Role): Promise<void> {
     throw error;
   }
   let worker: DeliveryWorker | undefined;
-  if (role !== 'api') worker = await startDeliveryWorker({ config, db, keys, clock: systemClock, logger, metrics });
+  const workerDb = role === 'all' ? db.anotherPool(WORKER_POOL_SIZE) : db;
+  if (role !== 'api') worker = await startDeliveryWorker({ config, db: workerDb, keys, clock: systemClock, logger, metrics });
   // Every role: an API-only installation prunes too, and the processes share each job's runs.
   const maintenance = startMaintenance({ db, clock: systemClock, logger }, maintenanceJobs(config, logger));
   logger.info({ role, database: config.DATABASE_URL ? 'external' : 'embedded', port: app ? config.PORT : undefined, metricsPort: operations.port }, 'plaza started');
@@ -140,6 +141,7 @@ export async function serve(config: Config, role: Role): Promise<void> {
     stopKeyReloader();
     const listeners = [app, operations.app].filter((listener) => listener !== undefined);
     await Promise.allSettled([...listeners.map((listener) => closeWithin(listener, config.SHUTDOWN_TIMEOUT_MS, logger)), worker?.stop(), maintenance.stop()]);
+    if (workerDb !== db) await workerDb.close().catch(() => {});
     await db.close();
     // The last spans (the stop's sends and completions) go out before the process ends.
     await stopTracing().catch((error: unknown) => logger.warn({ err: error }, 'exporting the last spans failed'));
@@ -148,6 +150,16 @@ export async function serve(config: Config, role: Role): Promise<void> {
   };
   if (shutdown.signalled) void shutdown.stop(shutdown.signalled);
 }
+
+/**
+ * Role all: the delivery worker's connections, besides DATABASE_POOL_SIZE: one claim at a time (which
+ * every delivery waits for), one batch of records, and the next-due query, the lease recovery or the
+ * queue's VACUUM beside them. On the API's pool its claims and records queued behind intakes for a
+ * connection: scenario 5 at 200 events/s on a loaded host gave p50 0.9–1.1 s on one pool against
+ * 41–50 ms with a pool of its own (bench/results/history.md, "Scenario 5: where the milliseconds go").
+ * It listens through the process's LISTEN connection.
+ */
+export const WORKER_POOL_SIZE = 4;
 
 /**
  * Closes a listener: requests in flight get `timeoutMs` to finish, then their connections are cut.

@@ -25,22 +25,37 @@ export interface OpenOptions {
  * Plaza process owns (found through its state file), or one started here for as long as the
  * returned Database is open (close() stops it).
  */
-export async function openDatabase(config: Config, options: OpenOptions = {}): Promise<Database> {
+export async function openDatabase(config: Config, options: OpenOptions = {}): Promise<OpenedDatabase> {
   const target = await resolveDatabase(config, options);
-  const db = openPostgres({
-    connectionString: target.url,
-    poolSize: config.DATABASE_POOL_SIZE,
-    connectTimeoutMs: config.DATABASE_CONNECT_TIMEOUT_MS,
-    statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
-    ...(options.onError ? { onError: options.onError } : {}),
-  });
+  const pool = (poolSize: number) =>
+    openPostgres({
+      connectionString: target.url,
+      poolSize,
+      connectTimeoutMs: config.DATABASE_CONNECT_TIMEOUT_MS,
+      statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+      ...(options.onError ? { onError: options.onError } : {}),
+    });
+  const db = pool(config.DATABASE_POOL_SIZE);
   return {
     ...db,
     async close() {
       await db.close();
       await target.release();
     },
+    anotherPool(poolSize) {
+      const other = pool(poolSize);
+      return { ...other, listen: (channel, onNotification) => db.listen(channel, onNotification) };
+    },
   };
+}
+
+export interface OpenedDatabase extends Database {
+  /**
+   * Another pool of `poolSize` connections on the same database (the same server, embedded or
+   * not), for work that must not queue behind this pool's; it listens through this one's LISTEN
+   * connection. Close it before this one.
+   */
+  anotherPool(poolSize: number): Database;
 }
 
 /**

@@ -46,6 +46,31 @@ export function queryable(client: pg.Pool | pg.ClientBase): Queryable {
   };
 }
 
+/**
+ * A transaction's statements on its client, `BEGIN` sent with the first of them: with an `exec`
+ * (the simple protocol, which carries several statements in one message) as one round trip, `BEGIN;
+ * …`; before a parameterized query (the extended protocol, one statement per message) on its own.
+ * Transactions that open with settings (`SET LOCAL …`, the delivery claim and its records) so save
+ * a round trip; a transaction that sent nothing has nothing to commit or roll back.
+ */
+function beginWithFirstStatement(client: pg.ClientBase): { tx: Queryable; begun: () => boolean } {
+  const statements = queryable(client);
+  // Settles once BEGIN has run; every statement waits for it, so they reach the client in call order.
+  let beginning: Promise<void> | undefined;
+  const tx: Queryable = {
+    query: async <Row>(sql: string, params?: readonly unknown[], options?: QueryOptions) => {
+      await (beginning ??= guard(async () => void (await client.query('BEGIN'))));
+      return statements.query<Row>(sql, params, options);
+    },
+    exec: (sql) => {
+      if (beginning) return beginning.then(() => statements.exec(sql));
+      beginning = statements.exec(`BEGIN; ${sql}`);
+      return beginning;
+    },
+  };
+  return { tx, begun: () => beginning !== undefined };
+}
+
 export function openPostgres(options: PostgresOptions): Database {
   const pool = new pg.Pool({
     connectionString: options.connectionString,
@@ -82,15 +107,17 @@ export function openPostgres(options: PostgresOptions): Database {
         options.onError?.(error);
       };
       client.on('error', onClientError);
+      const { tx, begun } = beginWithFirstStatement(client);
       try {
-        await guard(() => client.query('BEGIN'));
-        const result = await work(queryable(client));
-        await guard(() => client.query('COMMIT'));
+        const result = await work(tx);
+        if (begun()) await guard(() => client.query('COMMIT'));
         return result;
       } catch (error) {
-        await client.query('ROLLBACK').catch((rollbackError: Error) => {
-          broken = rollbackError;
-        });
+        if (begun()) {
+          await client.query('ROLLBACK').catch((rollbackError: Error) => {
+            broken = rollbackError;
+          });
+        }
         throw error;
       } finally {
         client.removeListener('error', onClientError);

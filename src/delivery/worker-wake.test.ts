@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import pino from 'pino';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { seedDelivery, seedWebhook, type SeededWebhook } from '../testing/deliveries.js';
+import { deliveryRow, seedDelivery, seedWebhook, type SeededWebhook } from '../testing/deliveries.js';
+import type { Database, Queryable } from '../db/database.js';
 import { Receiver } from '../testing/receiver.js';
-import { eventually } from '../testing/wait.js';
+import { eventually, waitFor } from '../testing/wait.js';
 import { DELIVERY_CHANNEL } from '../webhooks/deliveries.repository.js';
 import { startDeliveryWorker } from './worker.js';
 
@@ -100,6 +101,110 @@ describe('the worker wakes for every delivery without the poll', () => {
       await produceAndDrain(ctx, receiver);
       assert.ok(receiver.requests.length > 300, `some were retried (${receiver.requests.length} requests)`);
     } finally {
+      await receiver.close();
+      await ctx.close();
+    }
+  });
+});
+
+/** The worker's database, counting the claims begun (a claim's transaction opens with its settings). */
+function countingClaims(db: Database): { db: Database; claims: () => number } {
+  let claims = 0;
+  const wrapped: Database = {
+    query: (sql, params, options) => db.query(sql, params, options),
+    exec: (sql) => db.exec(sql),
+    transaction: (work) =>
+      db.transaction((tx) =>
+        work({
+          query: (sql, params, options) => tx.query(sql, params, options),
+          exec: (sql) => {
+            if (sql.includes('enable_bitmapscan')) claims++;
+            return tx.exec(sql);
+          },
+        }),
+      ),
+    listen: (channel, handler) => db.listen(channel, handler),
+    close: async () => {},
+  };
+  return { db: wrapped, claims: () => claims };
+}
+
+/**
+ * At low load a delivery waits for the claim in progress, if any, before its own: claims that find
+ * nothing are latency for the next event (issue 29, scenario 5). A finished send claims only when
+ * the last claim left due work behind; what it leaves behind still goes without the poll.
+ */
+describe('claims after a finished send', () => {
+  const settings = { DELIVERY_POLL_INTERVAL_MS: '3600000', SHUTDOWN_TIMEOUT_MS: '300' };
+  const notified = <T>(ctx: TestContext, work: (tx: Queryable) => Promise<T>) =>
+    ctx.db.transaction(async (tx) => {
+      const result = await work(tx);
+      await tx.query(`SELECT pg_notify($1, '')`, [DELIVERY_CHANNEL]);
+      return result;
+    });
+
+  test('events one at a time: one claim each, none for the end of a send or its record', async () => {
+    const ctx = await createTestApp(settings);
+    const receiver = await Receiver.start();
+    const counted = countingClaims(ctx.db);
+    const worker = await startDeliveryWorker({ ...ctx, db: counted.db, logger });
+    try {
+      const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
+      await eventually(() => counted.claims() >= 1, { timeoutMs: 5000 });
+      const atStart = counted.claims();
+      for (let n = 1; n <= 6; n++) {
+        const delivery = await notified(ctx, (tx) => seedDelivery(tx, webhook, { now: ctx.clock.now() }));
+        await receiver.waitFor(n);
+        await waitFor(async () => (await deliveryRow(ctx.db, delivery.id)).status === 'succeeded', { timeoutMs: 5000 });
+        await sleep(30);
+      }
+      // Before: a claim for the NOTIFY, one when the send ended and one when it was recorded (18).
+      assert.equal(counted.claims() - atStart, 6, 'one claim per event');
+    } finally {
+      await worker.stop();
+      await receiver.close();
+      await ctx.close();
+    }
+  });
+
+  test("an entity's next delivery goes once the one before is recorded, without the poll", async () => {
+    const ctx = await createTestApp(settings);
+    const receiver = await Receiver.start();
+    receiver.setDelay(150);
+    const worker = await startDeliveryWorker({ ...ctx, logger });
+    try {
+      const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
+      const [first, second] = await notified(ctx, async (tx) => [
+        await seedDelivery(tx, webhook, { now: ctx.clock.now(), entityKey: 'mkt:1:order-1' }),
+        await seedDelivery(tx, webhook, { now: ctx.clock.now(), entityKey: 'mkt:1:order-1' }),
+      ]);
+      await waitFor(() => receiver.requests.length === 2, { timeoutMs: 10_000, message: () => `${receiver.requests.length} of 2 arrived` });
+      assert.deepEqual(receiver.requests.map((request) => request.webhookId), [first!.messageId, second!.messageId]);
+    } finally {
+      await worker.stop();
+      await receiver.close();
+      await ctx.close();
+    }
+  });
+
+  test("a stopping worker's claims go to an idle worker at once, not at its poll", async () => {
+    const ctx = await createTestApp(settings);
+    const receiver = await Receiver.start();
+    receiver.hangAll();
+    const stopping = await startDeliveryWorker({ ...ctx, logger, workerId: 'stopping' });
+    let idle: Awaited<ReturnType<typeof startDeliveryWorker>> | undefined;
+    try {
+      const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
+      const delivery = await notified(ctx, (tx) => seedDelivery(tx, webhook, { now: ctx.clock.now() }));
+      await receiver.waitFor(1);
+      idle = await startDeliveryWorker({ ...ctx, logger, workerId: 'idle' });
+      // Its first claim, which finds the delivery leased.
+      await sleep(200);
+      await stopping.stop();
+      await waitFor(async () => (await deliveryRow(ctx.db, delivery.id)).leased_by === 'idle', { timeoutMs: 3000, message: 'the idle worker never took the released claim' });
+    } finally {
+      await stopping.stop();
+      await idle?.stop();
       await receiver.close();
       await ctx.close();
     }

@@ -7,8 +7,8 @@ import type { Keys } from '../keys.js';
 import { releaseClaims } from './queue/release-claims.js';
 import type { ClaimedDelivery } from './queue/take-rows.js';
 import { clockOffsetMs, dbNow } from '../db/database-clock.js';
-import { DELIVERY_CHANNEL } from '../webhooks/deliveries.repository.js';
-import { claim, createDeliverer, deliverClaimed, type Deliverer } from './dispatch/deliver.js';
+import { DELIVERY_CHANNEL, notifyDeliveryWorkers } from '../webhooks/deliveries.repository.js';
+import { claimWork, createDeliverer, deliverClaimed, LEASE_RECOVERY_INTERVAL_MS, recoverLeasesWhenDue, type Deliverer } from './dispatch/deliver.js';
 import type { Metrics } from '../metrics.js';
 import { QueueVacuum } from './queue/vacuum.js';
 
@@ -29,9 +29,8 @@ export interface DeliveryWorker {
 }
 
 /**
- * While sends are in flight each of them wakes the worker when it ends, and every wake claims what
- * has become due meanwhile: the query for the next due time (which arms the timer for an idle
- * worker) is then needed at most this often, rather than after every claim.
+ * While sends are in flight, the query for the next due time (which arms the timer for an idle
+ * worker) runs at most this often, rather than after every claim.
  */
 const NEXT_DUE_RECHECK_MS = 1000;
 
@@ -42,9 +41,11 @@ const NEXT_DUE_RECHECK_MS = 1000;
 const CONTENDED_RETRY_MS = 2;
 
 /**
- * The long-running worker of `plaza serve`: wakes on NOTIFY, on the slow poll, when the earliest
- * scheduled retry is due and whenever a send finishes (a slot frees up, or the next delivery of an
- * entity may go); claims as many deliveries as it has free slots and sends them concurrently.
+ * The long-running worker of `plaza serve`: claims when something may have made work due (an
+ * intake's NOTIFY, the slow poll, the earliest scheduled retry, leases recovered from a crashed
+ * worker) and, when its last claim left due work behind, whenever a send finishes (a slot frees up,
+ * or the next delivery of an entity may go); claims as many deliveries as it has free slots and
+ * sends them concurrently. One claim at a time; a wake during a claim runs the next one right after.
  */
 export async function startDeliveryWorker(deps: WorkerDeps): Promise<DeliveryWorker> {
   const deliverer = createDeliverer(deps);
@@ -62,13 +63,31 @@ class WorkerLoop {
   private readonly recording = new Map<number, number>();
   /** When scheduleNextDue last ran (Date.now()). */
   private nextDueCheckedAt = 0;
+  /**
+   * A next-due query is running: another would add nothing (a retry recorded after its read arms
+   * the timer from its own delay).
+   */
+  private checkingNextDue = false;
   private readonly shutdown = new AbortController();
   private readonly vacuum: QueueVacuum;
   private stopping = false;
   private claiming = false;
   private again = false;
+  /**
+   * A claim may find work: set by every wake and by a claim that left due work behind; cleared when
+   * a claim starts. A finished send claims only while it is set: after a claim that took every due
+   * row it saw, the end of a send frees a slot but makes nothing due.
+   */
+  private owed = true;
+  /** A send finished while the claim in progress ran: if that claim leaves work behind, the next one runs at once. */
+  private freedDuringClaim = false;
+  /** The next-due query and the lease recovery, which run beside the claims. */
+  private readonly background = new Set<Promise<void>>();
   private pollTimer: NodeJS.Timeout | undefined;
+  private recoveryTimer: NodeJS.Timeout | undefined;
   private dueTimer: NodeJS.Timeout | undefined;
+  /** When the due timer fires (Date.now()); Infinity when none is armed. */
+  private dueAt = Infinity;
   private retryTimer: NodeJS.Timeout | undefined;
   private unlisten: (() => Promise<void>) | undefined;
 
@@ -93,23 +112,38 @@ class WorkerLoop {
       logger.warn({ err: error }, 'LISTEN failed; the worker relies on polling');
     }
     this.pollTimer = setInterval(() => this.wake(), config.DELIVERY_POLL_INTERVAL_MS);
+    // Expired leases go back to pending beside the claims, not as a round trip before one.
+    this.recoveryTimer = setInterval(() => this.inBackground(() => this.recoverLeases()), LEASE_RECOVERY_INTERVAL_MS);
+    this.inBackground(() => this.recoverLeases());
     logger.info({ workerId: this.deliverer.workerId }, 'delivery worker started');
     this.wake();
   }
 
-  /** Runs a claim round now, or right after the one in progress. */
+  /** Something may have made work due: claims now, or right after the claim in progress. */
   wake(): void {
+    this.owed = true;
+    this.claimSoon();
+  }
+
+  /** A send finished: a slot is free, and an entity's next delivery may go. */
+  private sendFinished(): void {
+    if (this.claiming) this.freedDuringClaim = true;
+    else if (this.owed) this.claimSoon();
+  }
+
+  private claimSoon(): void {
     if (this.stopping) return;
     if (this.claiming) {
       this.again = true;
       return;
     }
     this.claiming = true;
+    this.freedDuringClaim = false;
     void this.round().finally(() => {
       this.claiming = false;
-      if (this.again && !this.stopping) {
+      if ((this.again || (this.freedDuringClaim && this.owed)) && !this.stopping) {
         this.again = false;
-        this.wake();
+        this.claimSoon();
       }
     });
   }
@@ -128,15 +162,20 @@ class WorkerLoop {
   private async round(): Promise<void> {
     const offered = this.freeSlots();
     if (offered <= 0) return;
+    this.owed = false;
     try {
-      const { deliveries, more } = await claim(this.deliverer, offered, this.recording);
+      const { deliveries, more, left } = await claimWork(this.deliverer, offered, this.recording);
+      if (left) this.owed = true;
       for (const delivery of deliveries) this.send(delivery);
-      // A full batch may mean more is due right away; lanes held by other claims are free again in a
-      // moment; otherwise sleep until the next due time.
-      if (deliveries.length === offered) this.again = true;
+      // Every slot taken and work left: more may be due right away; lanes held by other claims are
+      // free again in a moment; otherwise sleep until the next due time.
+      if (left && deliveries.length === offered) this.again = true;
       else if (more) this.retrySoon();
-      else if (this.inFlight.size === 0 || Date.now() - this.nextDueCheckedAt >= NEXT_DUE_RECHECK_MS) await this.scheduleNextDue();
+      else if (!this.checkingNextDue && (this.inFlight.size === 0 || Date.now() - this.nextDueCheckedAt >= NEXT_DUE_RECHECK_MS)) {
+        this.inBackground(() => this.scheduleNextDue());
+      }
     } catch (error) {
+      this.owed = true;
       // The database may be restarting: the poll tries again.
       this.deps.logger.warn({ err: error }, 'claiming deliveries failed');
     }
@@ -158,11 +197,12 @@ class WorkerLoop {
       sent = true;
       this.sending -= 1;
       this.recording.set(webhookId, (this.recording.get(webhookId) ?? 0) + 1);
-      this.wake();
+      this.sendFinished();
     };
     const task: Promise<void> = deliverClaimed(this.deliverer, delivery, this.shutdown.signal, onSent)
       .then(
-        () => undefined,
+        // A retry, or a send postponed by a budget, is due again at a known time: the worker wakes then.
+        (result) => void (result.dueAgainInMs !== undefined && this.armDueTimer(result.dueAgainInMs)),
         (error: unknown) => this.deps.logger.error({ err: error, deliveryId: delivery.id }, 'recording a delivery attempt failed'),
       )
       .finally(() => {
@@ -171,25 +211,60 @@ class WorkerLoop {
         else this.recording.set(webhookId, this.recording.get(webhookId)! - 1);
         this.inFlight.delete(task);
         this.vacuum.noteFinished();
-        this.wake();
+        this.sendFinished();
       });
     this.inFlight.add(task);
   }
 
+  /** Runs `work` beside the claims; stop() waits for it. Its failure is logged: the poll covers for it. */
+  private inBackground(work: () => Promise<void>): void {
+    if (this.stopping) return;
+    const task: Promise<void> = work()
+      .catch((error: unknown) => this.deps.logger.warn({ err: error }, 'delivery worker: a background query failed'))
+      .finally(() => this.background.delete(task));
+    this.background.add(task);
+  }
+
+  /** Expired leases of crashed workers back to pending (at most once a second); a claim takes them. */
+  private async recoverLeases(): Promise<void> {
+    if ((await recoverLeasesWhenDue(this.deliverer)) > 0) this.wake();
+  }
+
   /** Sleeps until the earliest scheduled attempt rather than a whole poll interval. */
   private async scheduleNextDue(): Promise<void> {
-    const { db, clock, config } = this.deps;
-    // The wait is computed by the database, whose clock sets the due times.
-    const { rows } = await db.query<{ wait_ms: number | null }>(
-      `SELECT extract(epoch FROM min(next_attempt_at) - ${dbNow(1)}) * 1000 AS wait_ms
-         FROM deliveries WHERE status = 'pending' AND next_attempt_at > ${dbNow(1)}`,
-      [clockOffsetMs(clock)],
-    );
+    const { db, clock } = this.deps;
     this.nextDueCheckedAt = Date.now();
-    const wait = rows[0]?.wait_ms;
+    this.checkingNextDue = true;
+    try {
+      // The wait is computed by the database, whose clock sets the due times.
+      const { rows } = await db.query<{ wait_ms: number | null }>(
+        `SELECT extract(epoch FROM min(next_attempt_at) - ${dbNow(1)}) * 1000 AS wait_ms
+           FROM deliveries WHERE status = 'pending' AND next_attempt_at > ${dbNow(1)}`,
+        [clockOffsetMs(clock)],
+      );
+      const wait = rows[0]?.wait_ms;
+      if (wait !== null && wait !== undefined) this.armDueTimer(Number(wait));
+    } finally {
+      this.checkingNextDue = false;
+    }
+  }
+
+  /**
+   * Wakes the worker `waitMs` from now (and a little after, so that the row is due by then), unless
+   * the timer already fires sooner; past the poll interval, the poll does. A timer armed for a row
+   * that another worker took meanwhile costs one claim that finds nothing.
+   */
+  private armDueTimer(waitMs: number): void {
+    if (this.stopping || waitMs >= this.deps.config.DELIVERY_POLL_INTERVAL_MS) return;
+    const at = Date.now() + Math.max(waitMs, 0) + 5;
+    if (at >= this.dueAt) return;
     clearTimeout(this.dueTimer);
-    if (wait === null || wait === undefined || this.stopping) return;
-    if (wait < config.DELIVERY_POLL_INTERVAL_MS) this.dueTimer = setTimeout(() => this.wake(), Math.max(Number(wait), 0) + 5);
+    this.dueAt = at;
+    this.dueTimer = setTimeout(() => {
+      this.dueTimer = undefined;
+      this.dueAt = Infinity;
+      this.wake();
+    }, at - Date.now());
   }
 
   async stop(): Promise<void> {
@@ -197,11 +272,13 @@ class WorkerLoop {
     this.stopping = true;
     const { db, clock, config, logger } = this.deps;
     clearInterval(this.pollTimer);
+    clearInterval(this.recoveryTimer);
     clearTimeout(this.dueTimer);
     clearTimeout(this.retryTimer);
     await this.unlisten?.().catch(() => {});
     // Let a claim round in progress finish so that its claims are counted below.
     while (this.claiming) await new Promise((resolve) => setTimeout(resolve, 10));
+    await Promise.allSettled([...this.background]);
 
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<void>((resolve) => (timer = setTimeout(resolve, config.SHUTDOWN_TIMEOUT_MS)));
@@ -211,6 +288,8 @@ class WorkerLoop {
     try {
       await this.deliverer.completions.idle();
       const released = await releaseClaims(db, this.deliverer.workerId, clockOffsetMs(clock));
+      // Due again at once: the other workers claim them now, not at their next poll.
+      if (released > 0) await notifyDeliveryWorkers(db);
       logger.info({ workerId: this.deliverer.workerId, released }, 'delivery worker stopped');
     } catch (error) {
       logger.warn({ err: error }, 'releasing claims failed; they return after the lease');

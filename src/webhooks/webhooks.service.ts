@@ -225,7 +225,11 @@ export async function changeWebhook(db: Database, principal: Principal, marketpl
     if (!before) return undefined;
     const row = await updateWebhook(tx, current.id, changes, now);
     if (!row) return undefined;
-    if (changes.active === true && (await releaseHeldDeliveries(tx, current.id, now)) > 0) await notifyDeliveryWorkers(tx);
+    if (changes.active === true) {
+      await releaseHeldDeliveries(tx, current.id, now);
+      // Also when nothing was held: a disabled webhook's deliveries that were already due wait for a wake too.
+      await notifyDeliveryWorkers(tx);
+    }
     const action = changes.active === undefined ? 'update' : changes.active ? 'resume' : 'pause';
     const opened = withOpenHeaders(settings.secretsKey, row);
     const changed = changedFields(withOpenHeaders(settings.secretsKey, before), opened);

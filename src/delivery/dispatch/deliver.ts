@@ -67,6 +67,8 @@ export interface DeliveryResult {
   send: SendResult;
   /** False when the lease was lost meanwhile (another worker took over, or the webhook was deleted). */
   recorded: boolean;
+  /** Retried or postponed: due again this many milliseconds after it was recorded. */
+  dueAgainInMs?: number;
 }
 
 export function newWorkerId(): string {
@@ -142,22 +144,35 @@ export async function deliverDue(deliverer: Deliverer, limit = deliverer.deps.co
 }
 
 /** A lease lasts DELIVERY_LEASE_SECONDS (5 s or more): looking for expired ones every second is enough. */
-const LEASE_RECOVERY_INTERVAL_MS = 1000;
+export const LEASE_RECOVERY_INTERVAL_MS = 1000;
+
+/**
+ * Turns expired leases (of crashed workers) back into `pending`, at most once a
+ * LEASE_RECOVERY_INTERVAL_MS of the clock; how many it turned.
+ */
+export async function recoverLeasesWhenDue(deliverer: Deliverer): Promise<number> {
+  const { db, clock } = deliverer.deps;
+  const now = clock.now().getTime();
+  if (deliverer.leasesRecoveredAt !== undefined && now - deliverer.leasesRecoveredAt < LEASE_RECOVERY_INTERVAL_MS) return 0;
+  deliverer.leasesRecoveredAt = now;
+  return recoverExpiredLeases(db, clockOffsetMs(clock));
+}
+
+/** Recovers expired leases when due (recoverLeasesWhenDue), then claims (claimWork). For tests and one-shot runs. */
+export async function claim(deliverer: Deliverer, free: number, recording?: ReadonlyMap<number, number>): Promise<Claim> {
+  await recoverLeasesWhenDue(deliverer);
+  return claimWork(deliverer, free, recording);
+}
 
 /**
  * Claims up to `free` due deliveries for this worker (queue/claim.ts). `recording`: per webhook, the
  * worker's sends that are over and wait for their attempt to be recorded (not in flight any more).
- * Expired leases (of crashed workers) are turned back into `pending` first, at most once a second.
+ * The running worker recovers expired leases on a timer of its own, off this path.
  */
-export async function claim(deliverer: Deliverer, free: number, recording?: ReadonlyMap<number, number>): Promise<Claim> {
+export async function claimWork(deliverer: Deliverer, free: number, recording?: ReadonlyMap<number, number>): Promise<Claim> {
   const { config, db, clock } = deliverer.deps;
-  const now = clock.now().getTime();
   const tracer = activeTracer();
   const startedAt = tracer.enabled ? Date.now() : 0;
-  if (deliverer.leasesRecoveredAt === undefined || now - deliverer.leasesRecoveredAt >= LEASE_RECOVERY_INTERVAL_MS) {
-    deliverer.leasesRecoveredAt = now;
-    await recoverExpiredLeases(db, clockOffsetMs(clock));
-  }
   const claimed = await claimDueDeliveries(db, {
     workerId: deliverer.workerId,
     clockOffsetMs: clockOffsetMs(clock),
@@ -196,7 +211,7 @@ export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDeli
     const recorded = await postponeClaim(deliverer.deps.db, delivery.id, deliverer.workerId, wait, clockOffsetMs(clock));
     logger?.debug({ deliveryId: delivery.id, waitSeconds: wait }, 'destination or tenant over its send budget; delivery postponed');
     const send = { statusCode: null, error: null, responseBody: null, retryAfter: undefined, durationMs: 0, requestHeaders: null };
-    return { deliveryId: delivery.id, messageId: delivery.message_id, outcome: 'postponed', send, recorded };
+    return { deliveryId: delivery.id, messageId: delivery.message_id, outcome: 'postponed', send, recorded, ...(recorded ? { dueAgainInMs: wait * 1000 } : {}) };
   }
   const tracer = activeTracer();
   const span = tracer.enabled ? sendSpan(tracer, delivery, claimSpans.get(delivery)) : undefined;
@@ -246,7 +261,8 @@ export async function deliverClaimed(deliverer: Deliverer, delivery: ClaimedDeli
   metrics?.attemptDuration.observe({ outcome: outcome.kind }, send.durationMs / 1000);
   if (recorded && outcome.kind !== 'retry') metrics?.deliveriesCompleted.inc({ outcome: outcome.kind === 'succeeded' ? 'succeeded' : 'failed' });
   logger?.debug({ deliveryId: delivery.id, status: send.statusCode, error: send.error, outcome: outcome.kind, recorded }, 'delivery attempt');
-  return { deliveryId: delivery.id, messageId: delivery.message_id, outcome: outcome.kind, send, recorded };
+  const dueAgain = recorded && outcome.kind === 'retry' ? { dueAgainInMs: outcome.delayMs } : {};
+  return { deliveryId: delivery.id, messageId: delivery.message_id, outcome: outcome.kind, send, recorded, ...dueAgain };
 }
 
 /** What last_error and the attempt's error say: the transport's reason, or the status that was not 2xx. */

@@ -1,7 +1,7 @@
 import type { Database } from '../../db/database.js';
 import { allocateSlots, type DueWebhook, type TenantLoad } from './fair-share.js';
 import { lockDueWebhooks } from './lock-due-webhooks.js';
-import { readDueStreams, STREAMS_PER_CLAIM, type DueStreams, type StreamRead } from './read-due-streams.js';
+import { dueRowsSeen, readDueStreams, STREAMS_PER_CLAIM, type DueStreams, type StreamRead } from './read-due-streams.js';
 import { takeRows, type ClaimedDelivery } from './take-rows.js';
 
 export interface ClaimRequest {
@@ -42,6 +42,13 @@ export interface Claim {
    * webhooks it looked at (all at their limits): the end of a send wakes the worker anyway.
    */
   more: boolean;
+  /**
+   * Due work may be left that this claim did not take: rows over a cap (per webhook, per tenant, the
+   * free slots), rows waiting behind an unfinished delivery of their entity, webhooks it did not
+   * lock or reach. False only when it saw every due row of every active webhook and took them all:
+   * until something new is due (an intake's NOTIFY, a retry's time), another claim finds nothing.
+   */
+  left: boolean;
 }
 
 /** Most stream cursors a worker remembers (one per webhook with several streams); forgotten when full. */
@@ -58,17 +65,19 @@ const MAX_STREAM_CURSORS = 10_000;
  * The lanes are released at COMMIT. No lock is taken by every claim: workers claim in parallel.
  */
 export async function claimDueDeliveries(db: Database, request: ClaimRequest): Promise<Claim> {
-  if (request.free <= 0) return { deliveries: [], more: false };
+  if (request.free <= 0) return { deliveries: [], more: false, left: true };
   const { position, clockOffsetMs } = request;
   return db.transaction(async (tx) => {
     // A lease that a crash of the database undoes is harmless: the row is due again, and the worst
     // outcome is a notification sent twice (at-least-once, docs/delivery.md). Bitmap scans off: with
     // the queue's statistics stale after a burst, the planner ANDed two indexes' bitmaps instead of
     // the few probes of the partial indexes, reading every waiting row (bench/results/history.md, "Planning").
+    // The first statement, so it travels with BEGIN: one round trip (db/postgres.ts).
     await tx.exec(`SET LOCAL synchronous_commit = off; SET LOCAL enable_bitmapscan = off`);
     const lanes = await lockDueWebhooks(tx, { clockOffsetMs, cursor: position.webhookCursor, scan: request.scanWebhooks, limit: request.free });
     position.webhookCursor = lanes.nextCursor;
-    if (lanes.webhookIds.length === 0) return { deliveries: [], more: lanes.contended };
+    const skipped = lanes.contended || lanes.unvisited;
+    if (lanes.webhookIds.length === 0) return { deliveries: [], more: lanes.contended, left: skipped };
 
     const after = lanes.webhookIds.map((id) => position.streamCursors.get(id) ?? null);
     const read = await readDueStreams(tx, { clockOffsetMs, webhookIds: lanes.webhookIds, after, perWebhookLimit: request.perWebhookLimit });
@@ -83,9 +92,10 @@ export async function claimDueDeliveries(db: Database, request: ClaimRequest): P
     });
     if (last !== undefined) position.lastTenant = last;
     moveStreamCursors(position, read, quotas);
-    if (quotas.length === 0) return { deliveries: [], more: lanes.contended };
+    const due = dueRowsSeen(read, request.perWebhookLimit);
+    if (quotas.length === 0) return { deliveries: [], more: lanes.contended, left: skipped || due > 0 };
     const deliveries = await takeRows(tx, { clockOffsetMs, workerId: request.workerId, leaseSeconds: request.leaseSeconds, quotas });
-    return { deliveries, more: lanes.contended || (lanes.unvisited && deliveries.length > 0) };
+    return { deliveries, more: lanes.contended || (lanes.unvisited && deliveries.length > 0), left: skipped || deliveries.length < due };
   });
 }
 

@@ -104,3 +104,21 @@ export async function readDueStreams(
   );
   return rows[0]!;
 }
+
+/**
+ * The due rows the read saw on the active webhooks it locked; Infinity when it may not have seen
+ * them all: a stream's count stops at the per-webhook limit, and a webhook's streams at STREAMS_PER_CLAIM.
+ */
+export function dueRowsSeen(read: DueStreams, perWebhookLimit: number): number {
+  const active = new Set(read.webhooks.map((webhook) => webhook.webhook_id));
+  const visited = new Map<number, number>();
+  let due = 0;
+  for (const stream of read.streams) {
+    if (!active.has(stream.webhook_id)) continue;
+    const streams = (visited.get(stream.webhook_id) ?? 0) + 1;
+    visited.set(stream.webhook_id, streams);
+    if (stream.due >= perWebhookLimit || streams >= STREAMS_PER_CLAIM) return Infinity;
+    due += stream.due;
+  }
+  return due;
+}
