@@ -16,7 +16,7 @@ import { replaceSnapshot } from './snapshots/snapshots.repository.js';
 import { validateEvent } from './validate-event.js';
 import { supersedeEarlier } from './supersede.js';
 import { canonicalJson } from './canonical-json.js';
-import { activeTracer, type TraceSpan } from '../telemetry/tracing.js';
+import { activeTracer, inSpan, type TraceSpan } from '../telemetry/tracing.js';
 
 export { canonicalJson };
 
@@ -82,16 +82,11 @@ export async function acceptEvent(
     parent: parent ?? null,
     attributes: { 'plaza.marketplace': marketplaceCode, 'plaza.event.topic': event.topic, 'plaza.seller.id': event.seller_id },
   });
-  try {
-    const accepted = await accept(deps, principal, marketplaceCode, event, span.traceparent);
-    span.setAttributes({ 'plaza.event.id': accepted.event_id, 'plaza.deliveries': accepted.deliveries, 'plaza.event.unchanged': accepted.unchanged ?? false });
-    return accepted;
-  } catch (error) {
-    span.fail(error instanceof Error ? error.message : String(error));
-    throw error;
-  } finally {
-    span.end();
-  }
+  return inSpan(
+    span,
+    () => accept(deps, principal, marketplaceCode, event, span.traceparent),
+    (accepted) => ({ 'plaza.event.id': accepted.event_id, 'plaza.deliveries': accepted.deliveries, 'plaza.event.unchanged': accepted.unchanged ?? false }),
+  );
 }
 
 async function accept(

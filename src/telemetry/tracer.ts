@@ -34,3 +34,20 @@ export interface Tracer {
   /** Exports what is buffered and stops. */
   shutdown(): Promise<void>;
 }
+
+/**
+ * Runs `work` inside `span`: its result's attributes (`describe`) are set, a throw marks the span
+ * failed and goes on, and the span ends either way.
+ */
+export async function inSpan<T>(span: TraceSpan, work: () => Promise<T>, describe: (result: T) => SpanAttributes): Promise<T> {
+  try {
+    const result = await work();
+    span.setAttributes(describe(result));
+    return result;
+  } catch (error) {
+    span.fail(error instanceof Error ? error.message : String(error));
+    throw error;
+  } finally {
+    span.end();
+  }
+}

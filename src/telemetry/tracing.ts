@@ -11,6 +11,7 @@
 import type { TraceSpan, Tracer } from './tracer.js';
 
 export type { SpanAttributes, SpanKind, SpanOptions, TraceSpan, Tracer } from './tracer.js';
+export { inSpan } from './tracer.js';
 
 const noopSpan: TraceSpan = { traceparent: '', setAttributes: () => {}, fail: () => {}, end: () => {} };
 

@@ -2,7 +2,7 @@ import { retryTransientConflicts, type Database } from '../../db/database.js';
 import type { Clock } from '../../clock.js';
 import { completeAttempts, type AttemptRecord, type CompletionOptions, type CompletionResult } from '../queue/complete.js';
 import { clockOffsetMs } from '../../db/database-clock.js';
-import { activeTracer } from '../../telemetry/tracing.js';
+import { activeTracer, inSpan } from '../../telemetry/tracing.js';
 
 export interface Completed {
   /** False when the lease was lost meanwhile (another worker took over, or the webhook was deleted). */
@@ -70,15 +70,6 @@ export class CompletionBatcher {
     if (!tracer.enabled) return run();
     const links = records.flatMap((record) => (record.traceparent ? [record.traceparent] : []));
     const span = tracer.startSpan('plaza.complete', { links, attributes: { 'plaza.worker.id': this.options.workerId, 'plaza.completion.batch_size': records.length } });
-    try {
-      const result = await run();
-      span.setAttributes({ 'plaza.completion.recorded': result.recorded.size, 'plaza.completion.disabled_webhooks': result.disabledWebhooks.size });
-      return result;
-    } catch (error) {
-      span.fail(error instanceof Error ? error.message : String(error));
-      throw error;
-    } finally {
-      span.end();
-    }
+    return inSpan(span, run, (result) => ({ 'plaza.completion.recorded': result.recorded.size, 'plaza.completion.disabled_webhooks': result.disabledWebhooks.size }));
   }
 }
