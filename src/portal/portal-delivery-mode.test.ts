@@ -1,31 +1,23 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
+import { PortalClient } from '../testing/webhook-history.js';
 import { seedConnection, seedUser } from '../testing/fixtures.js';
 import { seedDelivery } from '../testing/deliveries.js';
-
-const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 
 /** Issue 30 in the portal: the delivery mode on the webhook form; superseded deliveries in the log. */
 describe('portal: delivery mode and superseded deliveries', () => {
   let ctx: TestContext;
-  let cookie: string;
-  let csrf: string;
-  const host = 'plaza.test';
-  const origin = `http://${host}`;
-  const get = (url: string) => ctx.app.inject({ method: 'GET', url, headers: { host, cookie } });
-  const post = (url: string, fields: Record<string, string>) =>
-    ctx.app.inject({ method: 'POST', url, headers: { ...FORM, host, cookie, origin }, payload: new URLSearchParams({ _csrf: csrf, ...fields }).toString() });
+  let portal: PortalClient;
+  const get = (url: string) => portal.get(url);
+  const post = (url: string, fields: Record<string, string>) => portal.post(url, fields);
   const modeOf = async (code: string) => (await ctx.db.query<{ delivery_mode: string; id: number }>(`SELECT id, delivery_mode FROM webhooks WHERE code = $1`, [code])).rows[0]!;
 
   before(async () => {
     ctx = await createTestApp();
     await seedConnection(ctx.db, 1, 'MKT');
     await seedUser(ctx.db, { username: 'mode-seller', password: 'seller-pass-1', sellerId: 1 });
-    const login = await ctx.app.inject({ method: 'POST', url: '/portal/login', headers: { ...FORM, host, origin }, payload: new URLSearchParams({ username: 'mode-seller', password: 'seller-pass-1' }).toString() });
-    assert.equal(login.statusCode, 303, login.body);
-    cookie = String(login.headers['set-cookie']).split(';')[0]!;
-    csrf = /name="_csrf" value="([^"]+)"/.exec((await get('/portal/MKT/webhooks/new')).body)![1]!;
+    portal = await PortalClient.signIn(ctx, 'mode-seller', 'seller-pass-1', 'MKT');
   });
   after(() => ctx.close());
 

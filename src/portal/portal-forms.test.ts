@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
+import { PortalClient } from '../testing/webhook-history.js';
 import { seedConnection, seedUser } from '../testing/fixtures.js';
 import { plainMessage } from './views/form-errors.js';
 
@@ -15,23 +16,15 @@ function fieldError(body: string, id: string): string | undefined {
 
 describe('portal forms: every field\'s problem at once, in plain words', () => {
   let ctx: TestContext;
-  let cookie: string;
-  let csrf: string;
-  const host = 'plaza.test';
-  const origin = `http://${host}`;
-  const get = (url: string) => ctx.app.inject({ method: 'GET', url, headers: { host, cookie } });
-  const post = (url: string, fields: Record<string, string>) =>
-    ctx.app.inject({ method: 'POST', url, headers: { ...FORM, host, cookie, origin }, payload: new URLSearchParams({ _csrf: csrf, ...fields }).toString() });
+  let portal: PortalClient;
+  const post = (url: string, fields: Record<string, string>) => portal.post(url, fields);
   const count = async () => Number((await ctx.db.query<{ n: string }>(`SELECT count(*) AS n FROM webhooks`)).rows[0]!.n);
 
   before(async () => {
     ctx = await createTestApp();
     await seedConnection(ctx.db, 1, 'MKT');
     await seedUser(ctx.db, { username: 'forms-mkt', password: 'market-pass-1', role: 'marketplace', marketplaceCode: 'MKT', sellerId: 1 });
-    const login = await ctx.app.inject({ method: 'POST', url: '/portal/login', headers: { ...FORM, host, origin }, payload: new URLSearchParams({ username: 'forms-mkt', password: 'market-pass-1' }).toString() });
-    assert.equal(login.statusCode, 303, login.body);
-    cookie = String(login.headers['set-cookie']).split(';')[0]!;
-    csrf = /name="_csrf" value="([^"]+)"/.exec((await get('/portal/MKT/webhooks/new')).body)![1]!;
+    portal = await PortalClient.signIn(ctx, 'forms-mkt', 'market-pass-1', 'MKT');
   });
   after(() => ctx.close());
 
@@ -86,7 +79,7 @@ describe('portal forms: every field\'s problem at once, in plain words', () => {
   });
 
   test('the sign-in form shows both empty fields on their fields', async () => {
-    const response = await ctx.app.inject({ method: 'POST', url: '/portal/login', headers: { ...FORM, host, origin }, payload: 'username=&password=' });
+    const response = await ctx.app.inject({ method: 'POST', url: '/portal/login', headers: { ...FORM, host: 'plaza.test', origin: 'http://plaza.test' }, payload: 'username=&password=' });
     assert.equal(response.statusCode, 400);
     assert.equal(fieldError(response.body, 'username'), 'User name: enter your user name');
     assert.equal(fieldError(response.body, 'password'), 'Password: enter your password');
