@@ -13,9 +13,14 @@ export const howMany = (run: DeliveryRun) => (run.delivered >= run.expected ? `$
 
 /** CPU per delivery of a run: the total (undefined when the database's part is unknown) and its parts. */
 export function cpuPerDelivery(run: DeliveryRun, sender: string): { micros: number | undefined; parts: string } {
-  const own = microsPer(run.cpu.senderMs, run.delivered);
-  if ('unknown' in run.cpu.database) return { micros: undefined, parts: `${sender} ${own} µs, PostgreSQL unknown: ${run.cpu.database.unknown}` };
-  const database = microsPer(run.cpu.database.ms, run.delivered);
+  return cpuPer({ plazaMs: run.cpu.senderMs, database: run.cpu.database }, run.delivered, sender);
+}
+
+/** CPU per unit of work (a delivery, an event): the total (undefined when the database's part is unknown) and its parts. */
+export function cpuPer(cpu: { plazaMs: number; database: { ms: number } | { unknown: string } }, units: number, sender: string): { micros: number | undefined; parts: string } {
+  const own = microsPer(cpu.plazaMs, units);
+  if ('unknown' in cpu.database) return { micros: undefined, parts: `${sender} ${own} µs, PostgreSQL unknown: ${cpu.database.unknown}` };
+  const database = microsPer(cpu.database.ms, units);
   return { micros: own + database, parts: `${sender} ${own} µs + PostgreSQL ${database} µs` };
 }
 

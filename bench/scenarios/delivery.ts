@@ -9,7 +9,8 @@ import { met, percent, perSecond, seconds, type Row, type Scenario, type Scenari
 import { Service } from '../lib/service.js';
 import { runGraphileWorkerPeer } from '../peers/graphile-worker.js';
 import { MARKETPLACE, SELLER_ID, seedTenant } from './common.js';
-import { cpuRow, fleetRows, howMany, peerRows } from './delivery-rows.js';
+import { cpuPer, cpuRow, fleetRows, howMany, peerRows } from './delivery-rows.js';
+import { DatabaseCpu } from '../lib/cpu.js';
 import { recordServerMemory } from './memory.js';
 
 const WEBHOOKS = 5;
@@ -26,6 +27,8 @@ interface Outbox {
   api: Service;
   /** Events per second the API took in, INTAKE_CONCURRENCY requests at a time. */
   intakePerSecond: number;
+  /** The intake's CPU: the API process's and the database backends' (the load generator's is not counted). */
+  intakeCpu: { plazaMs: number; database: { ms: number } | { unknown: string } };
 }
 
 /** What fills the outbox: `order/create` events (scenario 4), or publication updates (scenario 12). */
@@ -50,6 +53,8 @@ async function fillOutbox(ctx: ScenarioContext, receivers: Receivers, onExit: (s
     await createWebhook(api.baseUrl, token, MARKETPLACE, { code: `sink-${i}`, topic, callback_url: `${url}/hooks/${i}` });
   }
   progress(`intake of ${ctx.scale.events} ${kind === 'orders' ? 'order events' : 'publication updates'} (API only)`);
+  const apiCpuFrom = (await api.cpuMs()) ?? Number.NaN;
+  const databaseCpu = await DatabaseCpu.start(db);
   const intake = await runHelper<{ elapsedMs: number }>('event-driver', 'preload', {
     baseUrl: api.baseUrl,
     token,
@@ -61,16 +66,25 @@ async function fillOutbox(ctx: ScenarioContext, receivers: Receivers, onExit: (s
     expectDeliveries: WEBHOOKS,
     ...(kind === 'orders' ? {} : { publications: { connectionId, count: Math.ceil(ctx.scale.events / REVISIONS) } }),
   });
+  const intakeCpu = { database: await databaseCpu.stop(), plazaMs: ((await api.cpuMs()) ?? Number.NaN) - apiCpuFrom };
   if (memoryOf) {
     ctx.state.peakRss.push({ scenario: memoryOf, process: 'serve --role api', mib: (await api.peakRssMiB()) ?? Number.NaN });
     await recordServerMemory(ctx, memoryOf, api);
   }
-  return { db, api, intakePerSecond: (ctx.scale.events * 1000) / intake.elapsedMs };
+  return { db, api, intakePerSecond: (ctx.scale.events * 1000) / intake.elapsedMs, intakeCpu };
 }
 
-/** The intake's rate while an outbox filled: a figure without target (the deliveries are what scenario 4 measures). */
-function intakeRow(label: string, engine: Row['database'], outbox: Outbox): Row {
-  return { scenario: `${label} intake (${INTAKE_CONCURRENCY} requests at a time, ${WEBHOOKS} webhooks each)`, database: engine, figure: `${perSecond(outbox.intakePerSecond)} events`, ceiling: '—', ratio: '—', target: '—', met: 'n/a' };
+/**
+ * The intake's rate while an outbox filled, and its CPU per event: figures without target (the
+ * deliveries are what scenario 4 measures).
+ */
+function intakeRows(label: string, engine: Row['database'], outbox: Outbox, events: number): Row[] {
+  const cpu = cpuPer(outbox.intakeCpu, events, 'Plaza');
+  const row = { database: engine, ceiling: '—', ratio: '—', target: '—', met: 'n/a' } as const;
+  return [
+    { ...row, scenario: `${label} intake (${INTAKE_CONCURRENCY} requests at a time, ${WEBHOOKS} webhooks each)`, figure: `${perSecond(outbox.intakePerSecond)} events` },
+    { ...row, scenario: `${label} intake, CPU per event (${cpu.parts})`, figure: cpu.micros === undefined ? 'unknown' : `${cpu.micros} µs` },
+  ];
 }
 
 /**
@@ -161,7 +175,7 @@ export const deliveryThroughput: Scenario = {
           target: `≥ ${percent(target)}`,
           met: met(ratio >= target),
         },
-        intakeRow('4', engine, first),
+        ...intakeRows('4', engine, first, scale.events),
         cpuRow('1 worker', engine, run),
         ...peerRows(engine, run, peer),
         ...fleets.flatMap(({ workers, run: fleet }) => fleetRows(engine, workers, fleet, run)),
@@ -215,7 +229,7 @@ export const publicationUpdates: Scenario = {
       const run = await deliverOutbox(ctx, outbox, receivers, 1, expected, onExit);
       await outbox.api.stop();
       return [
-        intakeRow(`12 publication updates (${ctx.scale.events} events, ${REVISIONS} revisions each)`, ctx.engine, outbox),
+        ...intakeRows(`12 publication updates (${ctx.scale.events} events, ${REVISIONS} revisions each)`, ctx.engine, outbox, ctx.scale.events),
         { scenario: `12 publication updates, delivery (${howMany(run)} in ${seconds(run.spanMs)})`, database: ctx.engine, figure: perSecond(run.perSecond), ceiling: '—', ratio: '—', target: '—', met: 'n/a' },
         cpuRow('1 worker', ctx.engine, run, '12'),
       ];
