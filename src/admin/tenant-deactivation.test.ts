@@ -56,6 +56,10 @@ describe('deactivating a marketplace or a seller', () => {
     assert.equal(refused.statusCode, 401);
     assert.match(refused.json().detail, /marketplace of this access token is deactivated/);
     assert.equal((await webhooksOf('MKT', world.headers.marketplace)).statusCode, 401, 'every token of the marketplace');
+    // The intake reads the tenant's state in its checks' statement: its tokens are refused there too.
+    const event = await postEvent(ctx, bearer(session.token), sampleEvent('order/create', world, { event_id: 'during' }));
+    assert.equal(event.statusCode, 401, event.body);
+    assert.match(event.json().detail, /marketplace of this access token is deactivated/);
     // Its refresh tokens are revoked; presented, they say why (a stale client, not a breach).
     const refresh = await postRefresh(ctx, session.refresh_token);
     assert.equal(refresh.statusCode, 403);
@@ -117,6 +121,9 @@ describe('deactivating a marketplace or a seller', () => {
     assert.equal((await webhooksOf('MKT', bearer(session.token))).statusCode, 401);
     assert.equal((await webhooksOf('MKT', world.headers.seller2)).statusCode, 401);
     assert.equal((await webhooksOf('MKT', sKey)).statusCode, 401);
+    const own = await postEvent(ctx, world.headers.seller2, event2('s-own'));
+    assert.equal(own.statusCode, 401, own.body);
+    assert.match(own.json().detail, /seller of this access token is deactivated/);
     assert.equal((await postRefresh(ctx, session.refresh_token)).statusCode, 403);
     assert.equal((await postLogin(ctx, { username: sUser.username, password: sUser.password })).statusCode, 403);
     const intake = await postEvent(ctx, world.headers.marketplace, event2('s-during'));

@@ -4,16 +4,15 @@ import { refuseIfUserGone } from '../auth/authenticate.js';
 import type { Clock } from '../clock.js';
 import type { Database } from '../db/database.js';
 import { clockOffsetMs } from '../db/database-clock.js';
-import { notifyDeliveryWorkers } from '../webhooks/deliveries.repository.js';
 import { AppError } from '../http/errors.js';
 import type { TenantRateLimits } from '../http/tenant-rate-limit.js';
 import { buildNotification, matchingTopics } from './envelope.js';
 import type { EventAccepted, EventBody } from './event-schema.js';
-import { createDeliveries, filteredWebhooks, findEvent, insertEvent, markUnchanged, setDeliveryCount } from './events.repository.js';
+import { createDeliveries, filteredWebhooks, findEvent, insertEvent, markUnchanged } from './events.repository.js';
 import { matchesFilter } from '../webhooks/filter/filter.js';
 import { derive, nextSnapshot, snapshotKey } from './snapshots/derive.js';
 import { replaceSnapshot } from './snapshots/snapshots.repository.js';
-import { validateEvent } from './validate-event.js';
+import { assertMarketplaceVisible, readIntakeChecks, validateEvent } from './validate-event.js';
 import { supersedeEarlier } from './supersede.js';
 import { canonicalJson } from './canonical-json.js';
 import { activeTracer, inSpan, type TraceSpan } from '../telemetry/tracing.js';
@@ -28,8 +27,8 @@ export function requestHash(event: EventBody): string {
 
 /**
  * The caller may send events for this seller: an admin for any, a seller for its own, and a
- * marketplace for any seller connected to it. The marketplace in the path is already checked to be
- * the caller's (assertMarketplaceAccess) and the seller to be connected to it (validateEvent).
+ * marketplace for any seller connected to it. That the marketplace in the path is one the caller may
+ * use and the seller is connected to it, the intake checks next (readIntakeChecks, validateEvent).
  */
 export function assertMaySendFor(principal: Principal, sellerId: number): void {
   if (principal.role === 'admin' || principal.role === 'marketplace') return;
@@ -73,20 +72,31 @@ export async function acceptEvent(
   principal: Principal,
   marketplaceCode: string,
   event: EventBody,
-  parent?: TraceSpan,
+  request: IntakeRequest,
 ): Promise<EventAccepted> {
   const tracer = activeTracer();
-  if (!tracer.enabled) return accept(deps, principal, marketplaceCode, event, null);
+  if (!tracer.enabled) return accept(deps, principal, marketplaceCode, event, request, null);
   const span = tracer.startSpan('plaza.intake', {
     kind: 'producer',
-    parent: parent ?? null,
+    parent: request.parent ?? null,
     attributes: { 'plaza.marketplace': marketplaceCode, 'plaza.event.topic': event.topic, 'plaza.seller.id': event.seller_id },
   });
   return inSpan(
     span,
-    () => accept(deps, principal, marketplaceCode, event, span.traceparent),
+    () => accept(deps, principal, marketplaceCode, event, request, span.traceparent),
     (accepted) => ({ 'plaza.event.id': accepted.event_id, 'plaza.deliveries': accepted.deliveries, 'plaza.event.unchanged': accepted.unchanged ?? false }),
   );
+}
+
+/** What the intake needs of the HTTP request. */
+export interface IntakeRequest {
+  /** The request's span, the intake span's parent. */
+  parent?: TraceSpan;
+  /**
+   * The refusal of a credential whose tenant is deactivated: the route authenticates with
+   * tenantStateReadByRoute, and the intake's checks read the tenant's state (authenticate.ts).
+   */
+  inactiveTenant: () => AppError;
 }
 
 async function accept(
@@ -94,19 +104,20 @@ async function accept(
   principal: Principal,
   marketplaceCode: string,
   event: EventBody,
+  request: IntakeRequest,
   traceContext: string | null,
 ): Promise<EventAccepted> {
   const { db, clock } = deps;
   const hash = requestHash(event);
   const eventId = event.event_id ?? randomUUID();
 
-  if (event.event_id !== undefined) {
-    // Most repeats are retries of a committed event: they get the first answer, even if the
-    // database changed since (a connection removed), and without opening a transaction.
-    const stored = await findEvent(db, marketplaceCode, event.seller_id, eventId);
-    if (stored) return answerExisting(stored, hash);
-  }
-  await validateEvent(db, marketplaceCode, event);
+  const checks = await readIntakeChecks(db, principal, marketplaceCode, event, event.event_id ?? null);
+  if (!checks.tenant_active) throw request.inactiveTenant();
+  assertMarketplaceVisible(checks);
+  // Most repeats are retries of a committed event: they get the first answer, even if the
+  // database changed since (a connection removed), and without opening a transaction.
+  if (checks.stored) return answerExisting(checks.stored, hash);
+  validateEvent(marketplaceCode, event, checks);
 
   let giveBack = () => {};
   const takeBytes = (body: string) => {
@@ -175,7 +186,7 @@ async function insertWithDeliveries(
     }
     const topics = matchingTopics(event.topic, event.state_to);
     const filtered = await filteredWebhooks(tx, { marketplaceCode, sellerId: event.seller_id, topics });
-    const count = await createDeliveries(tx, {
+    const { count, latest } = await createDeliveries(tx, {
       eventRowId: rowId,
       marketplaceCode,
       sellerId: event.seller_id,
@@ -184,10 +195,9 @@ async function insertWithDeliveries(
       now,
       clockOffsetMs: clockOffsetMs(clock),
       filterMatches: filtered.filter((webhook) => matchesFilter(webhook.filter, notification)).map((webhook) => webhook.id),
+      body,
     });
-    if (count > 0) await supersedeEarlier(tx, rowId, clockOffsetMs(clock));
-    await setDeliveryCount(tx, rowId, count, body);
-    if (count > 0) await notifyDeliveryWorkers(tx);
+    if (latest) await supersedeEarlier(tx, rowId, clockOffsetMs(clock));
     return { accepted: { event_id: eventId, deliveries: count }, inserted: true };
   });
 }

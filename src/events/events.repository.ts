@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/database.js';
 import { dbNow } from '../db/database-clock.js';
+import { DELIVERY_CHANNEL } from '../webhooks/deliveries.repository.js';
 
 export interface NewEvent {
   eventId: string;
@@ -61,6 +62,15 @@ export interface FanOut {
   clockOffsetMs: number;
   /** The webhooks with a filter that the notification matched; the others with a filter get nothing. */
   filterMatches?: number[];
+  /** The notification as stored and sent (events.body). */
+  body: string;
+}
+
+export interface Created {
+  /** Deliveries created, the event's delivery_count. */
+  count: number;
+  /** One of them is for a webhook in latest-state mode: the intake then supersedes (supersede.ts). */
+  latest: boolean;
 }
 
 /**
@@ -75,11 +85,17 @@ export interface FanOut {
  * foreign-key error; a resume (which locks its webhook FOR UPDATE) waits for this transaction, and
  * this one, if it waits for a resume, sees the resumed row; so a held row can never be written after
  * the resume released the held ones (it would stay held for good).
+ * The same statement writes the event's count and, when a delivery will send it, its body (an event
+ * that matched no webhook keeps no body: its row stays until DELIVERY_RETENTION_DAYS only so that its
+ * event_id answers a repeat, which reads the count and the request hash; nothing else could send it
+ * later: a replay re-sends existing deliveries, and a webhook created afterwards gets no past
+ * events), and wakes the delivery workers (at commit) when there is something to send: one round
+ * trip where these were three.
  */
-export async function createDeliveries(db: Queryable, fanOut: FanOut): Promise<number> {
-  const { rows } = await db.query<{ count: number }>(
+export async function createDeliveries(db: Queryable, fanOut: FanOut): Promise<Created> {
+  const { rows } = await db.query<Created>(
     `WITH matched AS (
-       SELECT w.id, w.active
+       SELECT w.id, w.active, w.delivery_mode
          FROM webhooks w
         WHERE ${matchingWebhooks({ marketplace: '$2', sellerText: '$3', topics: '$5', sellerInt: '$7' })}
           -- A webhook with a filter only when the notification matched it (filteredWebhooks).
@@ -99,11 +115,23 @@ export async function createDeliveries(db: Queryable, fanOut: FanOut): Promise<n
          FROM numbered n JOIN webhooks w ON w.id = n.webhook_id
         ORDER BY w.id
        RETURNING 1
+     ),
+     counted AS (
+       SELECT (SELECT count(*)::int FROM created) AS count,
+              coalesce((SELECT bool_or(delivery_mode = 'latest') FROM matched), false) AS latest
+     ),
+     stored AS (
+       UPDATE events SET delivery_count = c.count, body = CASE WHEN c.count > 0 THEN $10::json END
+         FROM counted c
+        WHERE events.id = $1
      )
-     SELECT count(*)::int AS count FROM created`,
-    [fanOut.eventRowId, fanOut.marketplaceCode, String(fanOut.sellerId), fanOut.entityKey, fanOut.topics, fanOut.now, fanOut.sellerId, fanOut.clockOffsetMs, fanOut.filterMatches ?? []],
+     SELECT c.count, c.latest, CASE WHEN c.count > 0 THEN pg_notify($11, '') END AS woken FROM counted c`,
+    [
+      fanOut.eventRowId, fanOut.marketplaceCode, String(fanOut.sellerId), fanOut.entityKey, fanOut.topics, fanOut.now,
+      fanOut.sellerId, fanOut.clockOffsetMs, fanOut.filterMatches ?? [], fanOut.body, DELIVERY_CHANNEL,
+    ],
   );
-  return rows[0]!.count;
+  return { count: rows[0]!.count, latest: rows[0]!.latest };
 }
 
 /**
@@ -155,16 +183,6 @@ export async function filteredWebhooks(db: Queryable, fanOut: Pick<FanOut, 'mark
     [fanOut.marketplaceCode, String(fanOut.sellerId), fanOut.topics, fanOut.sellerId],
   );
   return rows.map((row) => ({ id: Number(row.id), filter: row.filter }));
-}
-
-/**
- * The fan-out's count, and the body when a delivery will send it. An event that matched no webhook
- * keeps no body: its row stays (until DELIVERY_RETENTION_DAYS) only so that its event_id answers a
- * repeat, which reads the count and the request hash, never the body. Nothing else could send it
- * later: a replay re-sends existing deliveries, and a webhook created afterwards gets no past events.
- */
-export async function setDeliveryCount(db: Queryable, eventRowId: number, count: number, bodyJson: string): Promise<void> {
-  await db.query(`UPDATE events SET delivery_count = $2, body = $3::json WHERE id = $1`, [eventRowId, count, count > 0 ? bodyJson : null]);
 }
 
 /** An update that changed nothing: no deliveries, no body, and a repeat of its event_id says so again. */

@@ -1,12 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FeatureDeps } from '../deps.js';
-import { authenticate } from '../auth/authenticate.js';
+import { authenticate, tenantDeactivated } from '../auth/authenticate.js';
 import { principalOf } from '../http/principal.js';
 import { eventBodyLimit } from '../http/body-limits.js';
 import { problemResponses } from '../http/openapi.js';
 import { takeTenantLimit } from '../http/tenant-rate-limit.js';
 import { requestSpan } from '../http/request-spans.js';
-import { assertMarketplaceAccess } from '../webhooks/webhook-access.js';
 import { acceptEvent, assertMaySendFor } from './accept-event.js';
 import { parseJsonKeepingNumbersExact, refuseInexactNumbers } from './exact-numbers.js';
 import { EventAccepted, EventBody, MarketplaceParams } from './event-schema.js';
@@ -19,7 +18,10 @@ export const eventRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, d
     {
       // Authentication and the tenant's limit before the body is read: an anonymous caller, or one
       // past its limit, costs no reading or parsing, and learns nothing about the body rules.
-      onRequest: [authenticate(deps), takeTenantLimit(deps.tenantRateLimits, 'events')],
+      // The tenant's state is read with the intake's checks, in their statement (readIntakeChecks):
+      // a round trip fewer for every event, and a deactivated tenant's body is parsed and validated
+      // before its 401, as the webhook list's query string is.
+      onRequest: [authenticate(deps, { tenantStateReadByRoute: true }), takeTenantLimit(deps.tenantRateLimits, 'events')],
       bodyLimit: eventBodyLimit(deps.config),
       // The number check runs after authentication too (see exact-numbers.ts).
       preValidation: refuseInexactNumbers,
@@ -44,8 +46,10 @@ export const eventRoutes: FastifyPluginAsyncTypebox<FeatureDeps> = async (app, d
       const principal = principalOf(request);
       const { marketplace_code: marketplaceCode } = request.params;
       assertMaySendFor(principal, request.body.seller_id);
-      await assertMarketplaceAccess(deps.db, principal, marketplaceCode);
-      const accepted = await acceptEvent(intake, principal, marketplaceCode, request.body, requestSpan(request));
+      const accepted = await acceptEvent(intake, principal, marketplaceCode, request.body, {
+        parent: requestSpan(request),
+        inactiveTenant: () => tenantDeactivated(request, principal.role),
+      });
       return reply.code(202).send(accepted);
     },
   );

@@ -19,28 +19,34 @@ const KEY = 'marketplace_code = $1 AND seller_id = $2 AND kind = $3 AND entity_i
 
 /**
  * Writes the entity's new snapshot and returns the one it replaces (undefined for the first), inside
- * the intake's transaction. The row is locked (FOR UPDATE) before it is read, so concurrent events of
- * one entity take turns: each reads the snapshot of the one accepted before it (intake order is the
- * order of this lock), and the lock is held until the event and its deliveries are committed.
+ * the intake's transaction, in one statement when the entity has a snapshot (the common case). The
+ * subquery locks the row (FOR UPDATE) before the UPDATE reads it, so concurrent events of one entity
+ * take turns and each returns the snapshot of the one accepted before it: a waiter's lock returns the
+ * row its predecessor committed, and the UPDATE writes that same row version (intake order is the
+ * order of this lock, held until the event and its deliveries are committed). RETURNING names the
+ * subquery's columns: the values before this UPDATE.
  * The first snapshot of an entity is an insert: of two concurrent first events, the second waits on
- * the first's insert (ON CONFLICT waits for the other transaction), then finds its row and locks it.
+ * the first's insert (ON CONFLICT waits for the other transaction), then updates its row.
  */
 export async function replaceSnapshot(tx: Queryable, key: SnapshotKey, next: Snapshot, now: Date): Promise<Snapshot | undefined> {
-  const params = [key.marketplaceCode, key.sellerId, key.kind, key.entityId];
+  const params = [key.marketplaceCode, key.sellerId, key.kind, key.entityId, JSON.stringify(next.snapshot), next.state, now];
   for (;;) {
-    const { rows } = await tx.query<Snapshot>(`SELECT snapshot, state FROM entity_snapshots WHERE ${KEY} FOR UPDATE`, params);
-    if (rows[0]) {
-      await tx.query(`UPDATE entity_snapshots SET snapshot = $5::json, state = $6, updated_at = $7 WHERE ${KEY}`, [...params, JSON.stringify(next.snapshot), next.state, now]);
-      return rows[0];
-    }
+    const { rows } = await tx.query<Snapshot>(
+      `UPDATE entity_snapshots SET snapshot = $5::json, state = $6, updated_at = $7
+         FROM (SELECT snapshot, state FROM entity_snapshots WHERE ${KEY} FOR UPDATE) previous
+        WHERE ${KEY}
+       RETURNING previous.snapshot, previous.state`,
+      params,
+    );
+    if (rows[0]) return rows[0];
     const inserted = await tx.query(
       `INSERT INTO entity_snapshots (marketplace_code, seller_id, kind, entity_id, snapshot, state, updated_at)
        VALUES ($1, $2, $3, $4, $5::json, $6, $7)
        ON CONFLICT DO NOTHING`,
-      [...params, JSON.stringify(next.snapshot), next.state, now],
+      params,
     );
     if (inserted.rowCount > 0) return undefined;
-    // Another event of this entity inserted it first and has committed: read and lock its row.
+    // Another event of this entity inserted it first and has committed: update its row.
   }
 }
 
