@@ -8,11 +8,12 @@ import { AppError } from '../http/errors.js';
 import type { TenantRateLimits } from '../http/tenant-rate-limit.js';
 import { buildNotification, matchingTopics } from './envelope.js';
 import type { EventAccepted, EventBody } from './event-schema.js';
-import { createDeliveries, filteredWebhooks, findEvent, insertEvent, markUnchanged } from './events.repository.js';
+import { createDeliveries, findEvent, insertEvent, markUnchanged } from './events.repository.js';
 import { matchesFilter } from '../webhooks/filter/filter.js';
 import { derive, nextSnapshot, snapshotKey } from './snapshots/derive.js';
 import { replaceSnapshot } from './snapshots/snapshots.repository.js';
-import { assertMarketplaceVisible, readIntakeChecks, validateEvent } from './validate-event.js';
+import { validateEvent } from './validate-event.js';
+import { assertMarketplaceVisible, readIntakeChecks } from './intake-checks.js';
 import { supersedeEarlier } from './supersede.js';
 import { canonicalJson } from './canonical-json.js';
 import { activeTracer, inSpan, type TraceSpan } from '../telemetry/tracing.js';
@@ -125,7 +126,7 @@ async function accept(
   };
   try {
     const { accepted, inserted } = await insertWithDeliveries(db, principal, marketplaceCode, event, {
-      eventId, hash, now: clock.now(), clock, takeBytes, skipUnchanged: deps.skipUnchanged ?? true, traceContext,
+      eventId, hash, now: clock.now(), clock, takeBytes, skipUnchanged: deps.skipUnchanged ?? true, traceContext, filtered: checks.filtered ?? [],
     });
     if (!inserted) giveBack();
     return accepted;
@@ -145,6 +146,8 @@ interface Intake {
   skipUnchanged: boolean;
   /** The intake span's traceparent, stored with the event; null without traces. */
   traceContext: string | null;
+  /** The fan-out's webhooks with a filter, read with the checks (IntakeChecks.filtered). */
+  filtered: { id: number; filter: Record<string, unknown> }[];
 }
 
 async function insertWithDeliveries(
@@ -152,7 +155,7 @@ async function insertWithDeliveries(
   principal: Principal,
   marketplaceCode: string,
   event: EventBody,
-  { eventId, hash, now, clock, takeBytes, skipUnchanged, traceContext }: Intake,
+  { eventId, hash, now, clock, takeBytes, skipUnchanged, traceContext, filtered }: Intake,
 ): Promise<{ accepted: EventAccepted; inserted: boolean }> {
   return db.transaction(async (tx) => {
     const rowId = await insertEvent(tx, {
@@ -184,14 +187,12 @@ async function insertWithDeliveries(
       await markUnchanged(tx, rowId);
       return { accepted: { event_id: eventId, deliveries: 0, unchanged: true as const }, inserted: true };
     }
-    const topics = matchingTopics(event.topic, event.state_to);
-    const filtered = await filteredWebhooks(tx, { marketplaceCode, sellerId: event.seller_id, topics });
     const { count, latest } = await createDeliveries(tx, {
       eventRowId: rowId,
       marketplaceCode,
       sellerId: event.seller_id,
       entityKey: entityOrderKey(marketplaceCode, event.seller_id, event.entity_id),
-      topics,
+      topics: matchingTopics(event.topic, event.state_to),
       now,
       clockOffsetMs: clockOffsetMs(clock),
       filterMatches: filtered.filter((webhook) => matchesFilter(webhook.filter, notification)).map((webhook) => webhook.id),

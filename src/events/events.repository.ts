@@ -76,7 +76,7 @@ export interface Created {
 /**
  * One delivery per matching webhook, in one statement however many webhooks match: pending for an
  * active webhook, held for a paused one (it goes out when the webhook is resumed).
- * A webhook matches when its filter, if it has one, matched the notification (filteredWebhooks), it is active or paused (by its owner, or by its tenant's deactivation), in the event's marketplace, subscribed to one of the
+ * A webhook matches when its filter, if it has one, matched the notification (filteredWebhooksSql), it is active or paused (by its owner, or by its tenant's deactivation), in the event's marketplace, subscribed to one of the
  * topics, filtered to `*` or this seller, and its owner may see the seller: a seller tenant only
  * itself, a marketplace tenant the sellers connected to it, the admins everyone.
  * message_id is random and stays with the delivery for good (the `webhook-id` header).
@@ -98,7 +98,7 @@ export async function createDeliveries(db: Queryable, fanOut: FanOut): Promise<C
        SELECT w.id, w.active, w.delivery_mode
          FROM webhooks w
         WHERE ${matchingWebhooks({ marketplace: '$2', sellerText: '$3', topics: '$5', sellerInt: '$7' })}
-          -- A webhook with a filter only when the notification matched it (filteredWebhooks).
+          -- A webhook with a filter only when the notification matched it (filteredWebhooksSql).
           AND (w.filter IS NULL OR w.id = ANY($9::bigint[]))
         ORDER BY w.id
           FOR KEY SHARE OF w
@@ -151,7 +151,7 @@ const NUMBERED = `numbered AS (
 
 /**
  * The conditions of createDeliveries on a webhook `w`, given the placeholders of its parameters, so
- * that filteredWebhooks selects exactly the webhooks the fan-out considers.
+ * that filteredWebhooksSql selects exactly the webhooks the fan-out considers.
  */
 function matchingWebhooks(p: { marketplace: string; sellerText: string; topics: string; sellerInt: string }): string {
   return `w.marketplace_code = ${p.marketplace}
@@ -170,19 +170,15 @@ function matchingWebhooks(p: { marketplace: string; sellerText: string; topics: 
 }
 
 /**
- * The webhooks of this fan-out that have a filter, with it: the intake evaluates each on the
- * notification (webhooks/filter/) and passes the ids of those that match to createDeliveries. Most
- * webhooks have none, and then this reads no row. A filter changed between the two statements is
- * read as it was here (the later statement only narrows to these ids).
+ * The webhooks of this fan-out that have a filter, with their filters, as one SQL expression (a JSON
+ * array, null for none) given the placeholders of createDeliveries's parameters: the intake reads it
+ * with its checks (intake-checks.ts), evaluates each filter on the notification (webhooks/filter/)
+ * and passes the ids of those that match to createDeliveries. Most webhooks have none.
  */
-export async function filteredWebhooks(db: Queryable, fanOut: Pick<FanOut, 'marketplaceCode' | 'sellerId' | 'topics'>): Promise<{ id: number; filter: Record<string, unknown> }[]> {
-  const { rows } = await db.query<{ id: string; filter: Record<string, unknown> }>(
-    `SELECT w.id, w.filter FROM webhooks w
-      WHERE ${matchingWebhooks({ marketplace: '$1', sellerText: '$2', topics: '$3', sellerInt: '$4' })}
-        AND w.filter IS NOT NULL`,
-    [fanOut.marketplaceCode, String(fanOut.sellerId), fanOut.topics, fanOut.sellerId],
-  );
-  return rows.map((row) => ({ id: Number(row.id), filter: row.filter }));
+export function filteredWebhooksSql(p: { marketplace: string; sellerText: string; topics: string; sellerInt: string }): string {
+  return `(SELECT json_agg(json_build_object('id', w.id, 'filter', w.filter)) FROM webhooks w
+            WHERE ${matchingWebhooks(p)}
+              AND w.filter IS NOT NULL)`;
 }
 
 /** An update that changed nothing: no deliveries, no body, and a repeat of its event_id says so again. */
