@@ -9,8 +9,9 @@ export interface QueryResult<Row> {
 
 export interface QueryOptions {
   /**
-   * Prepare the statement once per connection and reuse it: for the delivery engine's completion,
-   * whose planning cost as much as its execution (bench/results/history.md, "Delivery claim").
+   * Prepare the statement once per connection and reuse it: for the statements of the hot paths
+   * whose planning cost as much as their execution — the delivery engine's completion
+   * (bench/results/history.md, "Delivery claim") and the event intake (docs/events.md).
    */
   prepare?: boolean;
 }

@@ -38,6 +38,7 @@ export async function insertEvent(db: Queryable, event: NewEvent): Promise<numbe
      ON CONFLICT (marketplace_code, seller_id, event_id) DO NOTHING
      RETURNING id`,
     [event.eventId, event.marketplaceCode, event.topic, event.sellerId, event.entityId, event.requestHash, event.createdBy, event.createdByApiKey, event.now, event.traceContext ?? null],
+    { prepare: true },
   );
   return rows[0]?.id;
 }
@@ -130,6 +131,7 @@ export async function createDeliveries(db: Queryable, fanOut: FanOut): Promise<C
       fanOut.eventRowId, fanOut.marketplaceCode, String(fanOut.sellerId), fanOut.entityKey, fanOut.topics, fanOut.now,
       fanOut.sellerId, fanOut.clockOffsetMs, fanOut.filterMatches ?? [], fanOut.body, DELIVERY_CHANNEL,
     ],
+    { prepare: true },
   );
   return { count: rows[0]!.count, latest: rows[0]!.latest };
 }
