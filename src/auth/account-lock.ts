@@ -21,12 +21,19 @@ export interface LockedAccount {
  * Undefined when the user no longer exists.
  */
 export async function lockAccount(tx: Queryable, userId: number): Promise<LockedAccount | undefined> {
+  const { rows } = await tx.query<LockedAccount>(lockedAccountSql('$1'), [userId]);
+  return rows[0];
+}
+
+/**
+ * lockAccount's statement for the user id `userId` (an SQL expression), also the first part of a
+ * statement that writes only if the state it reads allows (a login's session, sessions.repository.ts):
+ * the row lock returns the row as last committed, so the later parts of that statement act on the
+ * state the lock holds, as later statements of a transaction would.
+ */
+export function lockedAccountSql(userId: string): string {
   // The tenant's row is locked as the user's row is read (the subquery runs for it), then the
   // user's: either order is free of deadlocks, as no writer holds one of them while waiting for the other.
-  const { rows } = await tx.query<LockedAccount>(
-    `SELECT u.password_hash, u.active, ${tenantActiveSql('u.role', 'u.seller_id', 'u.marketplace_code', 'FOR SHARE')} AS tenant_active
-       FROM users u WHERE u.id = $1 FOR SHARE`,
-    [userId],
-  );
-  return rows[0];
+  return `SELECT u.password_hash, u.active, ${tenantActiveSql('u.role', 'u.seller_id', 'u.marketplace_code', 'FOR SHARE')} AS tenant_active
+       FROM users u WHERE u.id = ${userId} FOR SHARE`;
 }

@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/database.js';
-import { lockAccount } from './account-lock.js';
+import { lockAccount, lockedAccountSql } from './account-lock.js';
 import { authEventInsert, type AuthEvent } from './auth-events.repository.js';
+import { proofInsertSql } from './dpop-replay.js';
 
 export type RevocationReason = 'rotated' | 'security_breach_token_reuse' | 'logout' | 'revoke_all' | 'session_revoked' | 'password_changed' | 'user_deactivated' | 'tenant_deactivated';
 
@@ -123,28 +124,62 @@ export async function rotateRefreshToken(
   );
 }
 
+/** Why a session was not opened: the account's state under its lock, or a replayed DPoP proof. */
+export type SessionRefusal = 'user_deleted' | 'password_changed' | 'user_inactive' | 'tenant_inactive' | 'dpop_proof_replayed';
+
 /**
- * A login's writes in one statement (one round trip instead of three): the session, its first
- * refresh token, the audit event. Inside the transaction that locked the account (open-session.ts).
+ * Opens a session in one statement (one round trip instead of a transaction of four): the account
+ * is locked and read (account-lock.ts), and only if it is still as verified, the DPoP proof (if
+ * any) recorded, then the session, its first refresh token and the audit event inserted. Returns
+ * why it opened nothing, checked in this order. The writes are new rows that depend only on the
+ * locked row as last committed, so doing them in the lock's statement is the same as doing them in
+ * later statements of its transaction; a reset or deactivation that comes later waits for this
+ * statement's commit on the account's row, and then revokes the session.
  */
 export async function insertSessionWithToken(
-  tx: Queryable,
+  db: Queryable,
   session: { id: string; userId: number; now: Date; userAgent: string | null; ip: string; dpopJkt: string | null },
   token: { hash: Buffer; expiresAt: Date },
   event: AuthEvent,
-): Promise<void> {
-  const audit = authEventInsert(event, 9);
-  // The token's and the event's foreign keys to the session are checked at the statement's end,
-  // when the session row is there.
-  await tx.query(
-    `WITH session AS (
-       INSERT INTO sessions (id, user_id, created_at, last_used_at, user_agent, ip, dpop_jkt) VALUES ($1, $2, $3, $3, $4, $5, $6)
+  expected: { passwordHash: string | null; proof: { key: Buffer; until: Date } | null },
+): Promise<SessionRefusal | undefined> {
+  const audit = authEventInsert(event, 12, 'opened');
+  // The token's foreign key to the session is checked at the statement's end, when the session row is there.
+  const { rows } = await db.query<{ refusal: SessionRefusal | null }>(
+    `WITH account AS (
+       ${lockedAccountSql('$2')}
+     ), checked AS (
+       SELECT CASE
+                WHEN $9::text IS NOT NULL AND password_hash IS DISTINCT FROM $9::text THEN 'password_changed'
+                WHEN NOT active THEN 'user_inactive'
+                WHEN NOT tenant_active THEN 'tenant_inactive'
+              END AS refusal
+         FROM account
+     ), proving AS (
+       SELECT FROM checked WHERE refusal IS NULL AND $10::bytea IS NOT NULL
+     ), proof AS (
+       -- Recorded only now, after a correct password: nobody fills the replay store without one.
+       ${proofInsertSql('$10', '$11', 'proving')} RETURNING 1
+     ), opened AS (
+       SELECT FROM checked WHERE refusal IS NULL AND ($10::bytea IS NULL OR EXISTS (SELECT FROM proof))
+     ), session AS (
+       INSERT INTO sessions (id, user_id, created_at, last_used_at, user_agent, ip, dpop_jkt) SELECT $1, $2, $3, $3, $4, $5, $6 FROM opened
      ), token AS (
-       INSERT INTO refresh_tokens (token_hash, session_id, user_id, parent_id, issued_at, expires_at, dpop_jkt) VALUES ($7, $1, $2, NULL, $3, $8, $6)
+       INSERT INTO refresh_tokens (token_hash, session_id, user_id, parent_id, issued_at, expires_at, dpop_jkt) SELECT $7, $1, $2, NULL, $3, $8, $6 FROM opened
+     ), audit AS (
+       ${audit.sql}
      )
-     ${audit.sql}`,
-    [session.id, session.userId, session.now, session.userAgent, session.ip, session.dpopJkt, token.hash, token.expiresAt, ...audit.params],
+     SELECT CASE
+              WHEN NOT EXISTS (SELECT FROM account) THEN 'user_deleted'
+              WHEN (SELECT refusal FROM checked) IS NOT NULL THEN (SELECT refusal FROM checked)
+              WHEN NOT EXISTS (SELECT FROM opened) THEN 'dpop_proof_replayed'
+            END AS refusal`,
+    [
+      session.id, session.userId, session.now, session.userAgent, session.ip, session.dpopJkt, token.hash, token.expiresAt,
+      expected.passwordHash, expected.proof?.key ?? null, expected.proof?.until ?? null, ...audit.params,
+    ],
   );
+  return rows[0]!.refusal ?? undefined;
 }
 
 /**
