@@ -26,10 +26,11 @@ export async function lockAccount(tx: Queryable, userId: number): Promise<Locked
 }
 
 /**
- * lockAccount's statement for the user id `userId` (an SQL expression), also the first part of a
- * statement that writes only if the state it reads allows (a login's session, sessions.repository.ts):
- * the row lock returns the row as last committed, so the later parts of that statement act on the
- * state the lock holds, as later statements of a transaction would.
+ * lockAccount's statement for the user id `userId` (an SQL expression), also a part of a larger
+ * statement (sessions.repository.ts: a login's session, written only if the state read allows; a
+ * refresh's owner, after its sessions lock). The row locks return the rows as last committed,
+ * whenever the statement's snapshot was taken, so the other parts of that statement act on the
+ * state the locks hold, as later statements of a transaction would.
  */
 export function lockedAccountSql(userId: string): string {
   // The tenant's row is locked as the user's row is read (the subquery runs for it), then the

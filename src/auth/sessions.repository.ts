@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/database.js';
-import { lockAccount, lockedAccountSql } from './account-lock.js';
+import { lockedAccountSql, type LockedAccount } from './account-lock.js';
 import { authEventInsert, type AuthEvent } from './auth-events.repository.js';
 import { proofInsertSql } from './dpop-replay.js';
 
@@ -60,21 +60,24 @@ export async function lockSessionsOf(tx: Queryable, userId: number): Promise<voi
  * another of the user's tokens created, instead of missing one that commits mid-sweep.
  */
 export async function lockRefreshToken(tx: Queryable, hash: Buffer): Promise<LockedRefreshToken | undefined> {
-  // The owner and its sessions lock (lockSessionsOf's) in one round trip: the lock is taken for the
-  // row found, and held from here on. What this statement read is only the user id, which never
-  // changes; the statements below start after the lock, so they see what the previous holder committed.
-  const owner = await tx.query<{ user_id: number }>(
-    `SELECT user_id, pg_advisory_xact_lock($2, user_id) FROM refresh_tokens WHERE token_hash = $1`,
+  // The owner, its sessions lock (lockSessionsOf's) and its account lock in one round trip: the
+  // sessions lock is taken for the row found (in the subquery, OFFSET 0 keeps it there), then the
+  // account lock (account-lock.ts) for that row, in this order (the lateral join runs after its
+  // outer row). This statement's snapshot is older than the sessions lock, but what it reads is
+  // the user id, which never changes, and the account's rows, which their locks return as last
+  // committed; the statements below start after both locks, so they see what a previous holder of
+  // either committed. Before the token: a reset or deactivation racing this refresh either is seen
+  // here or revokes the successor. No row: no such token, or its user is gone.
+  const owner = await tx.query<LockedAccount & { user_id: number }>(
+    `SELECT o.user_id, a.* FROM (
+       SELECT user_id, pg_advisory_xact_lock($2, user_id) FROM refresh_tokens WHERE token_hash = $1 OFFSET 0
+     ) AS o CROSS JOIN LATERAL (${lockedAccountSql('o.user_id')}) AS a`,
     [hash, SESSIONS_LOCK_NAMESPACE],
   );
-  if (owner.rows.length === 0) return undefined;
-  const userId = owner.rows[0]!.user_id;
-  // Before the token: a reset or deactivation racing this refresh either is seen here or revokes
-  // the successor (account-lock.ts).
-  const account = await lockAccount(tx, userId);
+  const account = owner.rows[0];
   if (!account) return undefined;
   // The session's state needs no lock of its own: whatever ends it holds the sessions lock above or
-  // updates the rows that lockAccount holds.
+  // updates the rows that the account lock holds.
   const { rows } = await tx.query<Omit<LockedRefreshToken, 'user_active'>>(
     `SELECT rt.id, rt.session_id, rt.user_id, rt.expires_at, rt.revoked_at, rt.revoked_reason,
             u.username, u.seller_id, u.role, u.marketplace_code, s.revoked_at AS session_revoked_at, s.dpop_jkt,
