@@ -21,12 +21,20 @@ export interface LockedAccount {
  * Undefined when the user no longer exists.
  */
 export async function lockAccount(tx: Queryable, userId: number): Promise<LockedAccount | undefined> {
+  const { rows } = await tx.query<LockedAccount>(lockedAccountSql('$1'), [userId]);
+  return rows[0];
+}
+
+/**
+ * lockAccount's statement for the user id `userId` (an SQL expression), also a part of a larger
+ * statement (sessions.repository.ts: a login's session, written only if the state read allows; a
+ * refresh's owner, after its sessions lock). The row locks return the rows as last committed,
+ * whenever the statement's snapshot was taken, so the other parts of that statement act on the
+ * state the locks hold, as later statements of a transaction would.
+ */
+export function lockedAccountSql(userId: string): string {
   // The tenant's row is locked as the user's row is read (the subquery runs for it), then the
   // user's: either order is free of deadlocks, as no writer holds one of them while waiting for the other.
-  const { rows } = await tx.query<LockedAccount>(
-    `SELECT u.password_hash, u.active, ${tenantActiveSql('u.role', 'u.seller_id', 'u.marketplace_code', 'FOR SHARE')} AS tenant_active
-       FROM users u WHERE u.id = $1 FOR SHARE`,
-    [userId],
-  );
-  return rows[0];
+  return `SELECT u.password_hash, u.active, ${tenantActiveSql('u.role', 'u.seller_id', 'u.marketplace_code', 'FOR SHARE')} AS tenant_active
+       FROM users u WHERE u.id = ${userId} FOR SHARE`;
 }

@@ -39,14 +39,16 @@ export interface AuthEvent {
 
 /**
  * The INSERT of one event with its parameters numbered from `$first`: recordAuthEvent's statement,
- * and the last part of a statement that writes the event with what it records (a login's session,
- * a refresh's rotation: one round trip, sessions.repository.ts).
+ * and a part of a statement that writes the event with what it records (a login's session, a
+ * refresh's rotation: one round trip, sessions.repository.ts). With `onlyIf`, the name of a CTE of
+ * that statement, the event is written only when that CTE has a row.
  */
-export function authEventInsert(event: AuthEvent, first = 1): { sql: string; params: unknown[] } {
+export function authEventInsert(event: AuthEvent, first = 1, onlyIf?: string): { sql: string; params: unknown[] } {
   const $ = (i: number) => `$${first + i}`;
+  const row = `${$(0)}, ${$(1)}, ${$(2)}, ${$(3)}, ${$(4)}, ${$(5)}, ${$(6)}, ${$(7)}::jsonb`;
   return {
     sql: `INSERT INTO auth_events (type, user_id, username, session_id, ip, user_agent, created_at, detail)
-     VALUES (${$(0)}, ${$(1)}, ${$(2)}, ${$(3)}, ${$(4)}, ${$(5)}, ${$(6)}, ${$(7)}::jsonb)`,
+     ${onlyIf ? `SELECT ${row} FROM ${onlyIf}` : `VALUES (${row})`}`,
     params: [
       event.type,
       event.userId ?? null,

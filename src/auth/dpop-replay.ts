@@ -10,8 +10,17 @@ import { invalidDpopProof, type VerifiedProof } from './dpop-proof.js';
  * same proof: the second sees the first once it commits, and is the replay.
  */
 export async function recordProof(db: Queryable, proof: VerifiedProof): Promise<boolean> {
-  const { rowCount } = await db.query(`INSERT INTO dpop_proofs (key, expires_at) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, [proof.replayKey, proof.replayUntil]);
+  const { rowCount } = await db.query(proofInsertSql('$1', '$2'), [proof.replayKey, proof.replayUntil]);
   return rowCount === 1;
+}
+
+/**
+ * recordProof's insert of the proof with key `key` valid until `until` (SQL expressions); with
+ * `onlyIf`, the name of a CTE of a larger statement, only when that CTE has a row (a login's
+ * session records its proof in its own statement, sessions.repository.ts).
+ */
+export function proofInsertSql(key: string, until: string, onlyIf?: string): string {
+  return `INSERT INTO dpop_proofs (key, expires_at) ${onlyIf ? `SELECT ${key}, ${until} FROM ${onlyIf}` : `VALUES (${key}, ${until})`} ON CONFLICT (key) DO NOTHING`;
 }
 
 export const replayedProof = () => invalidDpopProof('This DPoP proof was already used: make a new one (a new jti) for every request.');

@@ -21,7 +21,7 @@ export interface LoginInput {
  * Login: the user lookup (which also gives the account the limits count), the limiter (no
  * password is verified while cooling down), then the password (a dummy verification for unknown
  * users, so timing tells nothing), and only after a correct password whether the user and its
- * seller or marketplace are active, read under their lock in the transaction that opens the session
+ * seller or marketplace are active, read under their lock in the statement that opens the session
  * with its first refresh token.
  */
 export async function login(deps: FeatureDeps, guards: LoginGuards, input: LoginInput): Promise<TokenPair> {
@@ -70,5 +70,5 @@ export async function login(deps: FeatureDeps, guards: LoginGuards, input: Login
   }
 
   if (secondFactor !== 'none') throw await secondFactorChallenge(deps, user, secondFactor, verifiedHash, origin, now);
-  return openSession(deps, user, (stored) => stored === verifiedHash, origin, now, { dpop: input.dpop });
+  return openSession(deps, user, verifiedHash, origin, now, { dpop: input.dpop });
 }

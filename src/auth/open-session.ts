@@ -3,10 +3,9 @@ import type { User } from '../accounts/accounts.repository.js';
 import { inactiveTenantOf } from '../accounts/tenant-state.js';
 import type { FeatureDeps } from '../deps.js';
 import { AppError } from '../http/errors.js';
-import { lockAccount } from './account-lock.js';
 import { recordAuthEvent, type RequestOrigin } from './auth-events.repository.js';
 import type { VerifiedProof } from './dpop-proof.js';
-import { recordProof, replayedProof } from './dpop-replay.js';
+import { replayedProof } from './dpop-replay.js';
 import { hashRefreshToken, newRefreshToken } from './refresh-tokens.js';
 import { insertSessionWithToken } from './sessions.repository.js';
 import { refreshExpiry, tokenPair, type TokenPair } from './token-pair.js';
@@ -18,13 +17,14 @@ export const invalidCredentials = () => new AppError('invalid_credentials', 'The
 /**
  * Opens the session of a user whose credentials were verified (a password, and a second factor
  * when one is needed): the user's state is read under its lock and must still be what was
- * verified (`sameCredentials` of the stored password hash), then the session and its first
- * refresh token are written with the audit row. A DPoP proof of the request binds the session.
+ * verified (`verifiedPasswordHash`, the stored hash the password was checked against; null when no
+ * password was), then the session and its first refresh token are written with the audit row. A
+ * DPoP proof of the request binds the session.
  */
 export async function openSession(
   deps: FeatureDeps,
   user: User,
-  sameCredentials: (storedPasswordHash: string) => boolean,
+  verifiedPasswordHash: string | null,
   origin: RequestOrigin,
   now: Date,
   options: { auditDetail?: Record<string, unknown>; dpop?: VerifiedProof } = {},
@@ -33,27 +33,17 @@ export async function openSession(
   const { auditDetail, dpop } = options;
   const sessionId = randomUUID();
   const refreshToken = newRefreshToken();
-  // The password was verified outside this transaction (it is slow), so the user's state is read
-  // under its lock: a reset or deactivation that committed meanwhile refuses the login, one that
-  // comes later revokes the session (account-lock.ts).
-  const refusal = await db.transaction(async (tx) => {
-    const account = await lockAccount(tx, user.id);
-    if (!account) return 'user_deleted';
-    if (!sameCredentials(account.password_hash)) return 'password_changed';
-    if (!account.active) return 'user_inactive';
-    if (!account.tenant_active) return 'tenant_inactive';
-    // Recorded only now, after a correct password: nobody fills the replay store without one.
-    if (dpop && !(await recordProof(tx, dpop))) return 'dpop_proof_replayed';
-    const dpopJkt = dpop?.jkt ?? null;
-    // Session, first refresh token and audit event: one statement (sessions.repository.ts).
-    await insertSessionWithToken(
-      tx,
-      { id: sessionId, userId: user.id, now, userAgent: origin.userAgent, ip: origin.ip, dpopJkt },
-      { hash: hashRefreshToken(refreshToken), expiresAt: refreshExpiry(now, config.REFRESH_TOKEN_TTL_SECONDS) },
-      { type: 'login_succeeded', at: now, origin, userId: user.id, username: user.username, sessionId, ...(auditDetail ? { detail: auditDetail } : {}) },
-    );
-    return undefined;
-  });
+  const dpopJkt = dpop?.jkt ?? null;
+  // The password was verified before (it is slow), so the user's state is read under its lock in
+  // the statement that writes the session: a reset or deactivation that committed meanwhile refuses
+  // the login, one that comes later revokes the session (account-lock.ts, sessions.repository.ts).
+  const refusal = await insertSessionWithToken(
+    db,
+    { id: sessionId, userId: user.id, now, userAgent: origin.userAgent, ip: origin.ip, dpopJkt },
+    { hash: hashRefreshToken(refreshToken), expiresAt: refreshExpiry(now, config.REFRESH_TOKEN_TTL_SECONDS) },
+    { type: 'login_succeeded', at: now, origin, userId: user.id, username: user.username, sessionId, ...(auditDetail ? { detail: auditDetail } : {}) },
+    { passwordHash: verifiedPasswordHash, proof: dpop ? { key: dpop.replayKey, until: dpop.replayUntil } : null },
+  );
   if (refusal) {
     // A deleted user's id can no longer be recorded (the audit refers to users).
     const who = refusal === 'user_deleted' ? {} : { userId: user.id, username: user.username };
@@ -63,5 +53,5 @@ export async function openSession(
     if (refusal === 'dpop_proof_replayed') throw replayedProof();
     throw invalidCredentials();
   }
-  return tokenPair(deps, user, sessionId, refreshToken, now, dpop?.jkt ?? null);
+  return tokenPair(deps, user, sessionId, refreshToken, now, dpopJkt);
 }

@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/database.js';
-import { lockAccount } from './account-lock.js';
+import { lockedAccountSql, type LockedAccount } from './account-lock.js';
 import { authEventInsert, type AuthEvent } from './auth-events.repository.js';
+import { proofInsertSql } from './dpop-replay.js';
 
 export type RevocationReason = 'rotated' | 'security_breach_token_reuse' | 'logout' | 'revoke_all' | 'session_revoked' | 'password_changed' | 'user_deactivated' | 'tenant_deactivated';
 
@@ -59,21 +60,24 @@ export async function lockSessionsOf(tx: Queryable, userId: number): Promise<voi
  * another of the user's tokens created, instead of missing one that commits mid-sweep.
  */
 export async function lockRefreshToken(tx: Queryable, hash: Buffer): Promise<LockedRefreshToken | undefined> {
-  // The owner and its sessions lock (lockSessionsOf's) in one round trip: the lock is taken for the
-  // row found, and held from here on. What this statement read is only the user id, which never
-  // changes; the statements below start after the lock, so they see what the previous holder committed.
-  const owner = await tx.query<{ user_id: number }>(
-    `SELECT user_id, pg_advisory_xact_lock($2, user_id) FROM refresh_tokens WHERE token_hash = $1`,
+  // The owner, its sessions lock (lockSessionsOf's) and its account lock in one round trip: the
+  // sessions lock is taken for the row found (in the subquery, OFFSET 0 keeps it there), then the
+  // account lock (account-lock.ts) for that row, in this order (the lateral join runs after its
+  // outer row). This statement's snapshot is older than the sessions lock, but what it reads is
+  // the user id, which never changes, and the account's rows, which their locks return as last
+  // committed; the statements below start after both locks, so they see what a previous holder of
+  // either committed. Before the token: a reset or deactivation racing this refresh either is seen
+  // here or revokes the successor. No row: no such token, or its user is gone.
+  const owner = await tx.query<LockedAccount & { user_id: number }>(
+    `SELECT o.user_id, a.* FROM (
+       SELECT user_id, pg_advisory_xact_lock($2, user_id) FROM refresh_tokens WHERE token_hash = $1 OFFSET 0
+     ) AS o CROSS JOIN LATERAL (${lockedAccountSql('o.user_id')}) AS a`,
     [hash, SESSIONS_LOCK_NAMESPACE],
   );
-  if (owner.rows.length === 0) return undefined;
-  const userId = owner.rows[0]!.user_id;
-  // Before the token: a reset or deactivation racing this refresh either is seen here or revokes
-  // the successor (account-lock.ts).
-  const account = await lockAccount(tx, userId);
+  const account = owner.rows[0];
   if (!account) return undefined;
   // The session's state needs no lock of its own: whatever ends it holds the sessions lock above or
-  // updates the rows that lockAccount holds.
+  // updates the rows that the account lock holds.
   const { rows } = await tx.query<Omit<LockedRefreshToken, 'user_active'>>(
     `SELECT rt.id, rt.session_id, rt.user_id, rt.expires_at, rt.revoked_at, rt.revoked_reason,
             u.username, u.seller_id, u.role, u.marketplace_code, s.revoked_at AS session_revoked_at, s.dpop_jkt,
@@ -123,28 +127,62 @@ export async function rotateRefreshToken(
   );
 }
 
+/** Why a session was not opened: the account's state under its lock, or a replayed DPoP proof. */
+export type SessionRefusal = 'user_deleted' | 'password_changed' | 'user_inactive' | 'tenant_inactive' | 'dpop_proof_replayed';
+
 /**
- * A login's writes in one statement (one round trip instead of three): the session, its first
- * refresh token, the audit event. Inside the transaction that locked the account (open-session.ts).
+ * Opens a session in one statement (one round trip instead of a transaction of four): the account
+ * is locked and read (account-lock.ts), and only if it is still as verified, the DPoP proof (if
+ * any) recorded, then the session, its first refresh token and the audit event inserted. Returns
+ * why it opened nothing, checked in this order. The writes are new rows that depend only on the
+ * locked row as last committed, so doing them in the lock's statement is the same as doing them in
+ * later statements of its transaction; a reset or deactivation that comes later waits for this
+ * statement's commit on the account's row, and then revokes the session.
  */
 export async function insertSessionWithToken(
-  tx: Queryable,
+  db: Queryable,
   session: { id: string; userId: number; now: Date; userAgent: string | null; ip: string; dpopJkt: string | null },
   token: { hash: Buffer; expiresAt: Date },
   event: AuthEvent,
-): Promise<void> {
-  const audit = authEventInsert(event, 9);
-  // The token's and the event's foreign keys to the session are checked at the statement's end,
-  // when the session row is there.
-  await tx.query(
-    `WITH session AS (
-       INSERT INTO sessions (id, user_id, created_at, last_used_at, user_agent, ip, dpop_jkt) VALUES ($1, $2, $3, $3, $4, $5, $6)
+  expected: { passwordHash: string | null; proof: { key: Buffer; until: Date } | null },
+): Promise<SessionRefusal | undefined> {
+  const audit = authEventInsert(event, 12, 'opened');
+  // The token's foreign key to the session is checked at the statement's end, when the session row is there.
+  const { rows } = await db.query<{ refusal: SessionRefusal | null }>(
+    `WITH account AS (
+       ${lockedAccountSql('$2')}
+     ), checked AS (
+       SELECT CASE
+                WHEN $9::text IS NOT NULL AND password_hash IS DISTINCT FROM $9::text THEN 'password_changed'
+                WHEN NOT active THEN 'user_inactive'
+                WHEN NOT tenant_active THEN 'tenant_inactive'
+              END AS refusal
+         FROM account
+     ), proving AS (
+       SELECT FROM checked WHERE refusal IS NULL AND $10::bytea IS NOT NULL
+     ), proof AS (
+       -- Recorded only now, after a correct password: nobody fills the replay store without one.
+       ${proofInsertSql('$10', '$11', 'proving')} RETURNING 1
+     ), opened AS (
+       SELECT FROM checked WHERE refusal IS NULL AND ($10::bytea IS NULL OR EXISTS (SELECT FROM proof))
+     ), session AS (
+       INSERT INTO sessions (id, user_id, created_at, last_used_at, user_agent, ip, dpop_jkt) SELECT $1, $2, $3, $3, $4, $5, $6 FROM opened
      ), token AS (
-       INSERT INTO refresh_tokens (token_hash, session_id, user_id, parent_id, issued_at, expires_at, dpop_jkt) VALUES ($7, $1, $2, NULL, $3, $8, $6)
+       INSERT INTO refresh_tokens (token_hash, session_id, user_id, parent_id, issued_at, expires_at, dpop_jkt) SELECT $7, $1, $2, NULL, $3, $8, $6 FROM opened
+     ), audit AS (
+       ${audit.sql}
      )
-     ${audit.sql}`,
-    [session.id, session.userId, session.now, session.userAgent, session.ip, session.dpopJkt, token.hash, token.expiresAt, ...audit.params],
+     SELECT CASE
+              WHEN NOT EXISTS (SELECT FROM account) THEN 'user_deleted'
+              WHEN (SELECT refusal FROM checked) IS NOT NULL THEN (SELECT refusal FROM checked)
+              WHEN NOT EXISTS (SELECT FROM opened) THEN 'dpop_proof_replayed'
+            END AS refusal`,
+    [
+      session.id, session.userId, session.now, session.userAgent, session.ip, session.dpopJkt, token.hash, token.expiresAt,
+      expected.passwordHash, expected.proof?.key ?? null, expected.proof?.until ?? null, ...audit.params,
+    ],
   );
+  return rows[0]!.refusal ?? undefined;
 }
 
 /**

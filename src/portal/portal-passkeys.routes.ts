@@ -108,7 +108,7 @@ export const portalPasskeyRoutes: FastifyPluginAsyncTypebox<PasskeyDeps> = async
     if (request.body.mfa_token !== undefined && !(await deleteChallenge(db, request.body.mfa_token))) throw new AppError('invalid_mfa_token', 'The sign-in expired or was finished already; start over.');
     // The passkey (with user verification) is the whole sign-in: the user's state is read under
     // its lock when the session opens, as after a password.
-    const pair = await openSession(deps, user, () => true, originOf(request), clock.now(), { auditDetail: { second_factor: 'passkey' } });
+    const pair = await openSession(deps, user, null, originOf(request), clock.now(), { auditDetail: { second_factor: 'passkey' } });
     await deps.startPasswordSession(request, reply, pair);
     return { redirect: '/portal' };
   });

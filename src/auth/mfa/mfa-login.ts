@@ -99,5 +99,5 @@ export async function verifyLoginCode(deps: FeatureDeps, guards: LoginGuards, in
   await guards.limiter.succeeded(account, origin.ip, now);
   await guards.limiter.succeeded(account, origin.ip, now);
   await recordAuthEvent(db, { type: 'mfa_used', at: now, origin, userId: user.id, username: user.username, detail: { method } });
-  return openSession(deps, user, (stored) => stored === user.password_hash, origin, now, { auditDetail: { second_factor: method }, dpop: input.dpop });
+  return openSession(deps, user, user.password_hash, origin, now, { auditDetail: { second_factor: method }, dpop: input.dpop });
 }
