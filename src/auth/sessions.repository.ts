@@ -73,6 +73,7 @@ export async function lockRefreshToken(tx: Queryable, hash: Buffer): Promise<Loc
        SELECT user_id, pg_advisory_xact_lock($2, user_id) FROM refresh_tokens WHERE token_hash = $1 OFFSET 0
      ) AS o CROSS JOIN LATERAL (${lockedAccountSql('o.user_id')}) AS a`,
     [hash, SESSIONS_LOCK_NAMESPACE],
+    { prepare: true },
   );
   const account = owner.rows[0];
   if (!account) return undefined;
@@ -86,6 +87,7 @@ export async function lockRefreshToken(tx: Queryable, hash: Buffer): Promise<Loc
       WHERE rt.token_hash = $1
         FOR UPDATE OF rt`,
     [hash],
+    { prepare: true },
   );
   // A user of a deactivated seller or marketplace is refused like a disabled user.
   return rows[0] && { ...rows[0], user_active: account.active && account.tenant_active };
@@ -124,6 +126,7 @@ export async function rotateRefreshToken(
      )
      ${audit.sql}`,
     [successor.issuedAt, presentedId, successor.hash, successor.sessionId, successor.userId, successor.expiresAt, successor.dpopJkt, ...audit.params],
+    { prepare: true },
   );
 }
 
@@ -181,6 +184,7 @@ export async function insertSessionWithToken(
       session.id, session.userId, session.now, session.userAgent, session.ip, session.dpopJkt, token.hash, token.expiresAt,
       expected.passwordHash, expected.proof?.key ?? null, expected.proof?.until ?? null, ...audit.params,
     ],
+    { prepare: true },
   );
   return rows[0]!.refusal ?? undefined;
 }

@@ -36,6 +36,20 @@ export interface WebhookRow {
 }
 
 /**
+ * WebhookRow's columns, named: for a prepared statement, whose `*` would fail once a migration adds
+ * a column while the process runs (QueryOptions.prepare). The type keeps the list complete.
+ */
+const WEBHOOK_COLUMN_LIST = [
+  'id', 'tenant_kind', 'tenant_id', 'marketplace_code', 'code', 'name', 'topic', 'callback_url', 'seller_id', 'headers',
+  'headers_encrypted', 'secret_encrypted', 'previous_secret_encrypted', 'previous_secret_expires_at', 'active',
+  'disabled_reason', 'disabled_at', 'created_at', 'updated_at', 'last_success_at', 'failing_since', 'delivery_mode',
+  'filter', 'send_traceparent',
+] as const satisfies readonly (keyof WebhookRow)[];
+/** Does not compile while WebhookRow has a field the list leaves out (the error names it). */
+const listsEveryColumn: [Exclude<keyof WebhookRow, (typeof WEBHOOK_COLUMN_LIST)[number]>] extends [never] ? true : Exclude<keyof WebhookRow, (typeof WEBHOOK_COLUMN_LIST)[number]> = true;
+export const WEBHOOK_COLUMNS = listsEveryColumn && WEBHOOK_COLUMN_LIST.join(', ');
+
+/**
  * What a webhook is sent: every notification ('all', the default), or per entity only the newest of
  * those not sent yet ('latest'): a new notification supersedes the webhook's pending and held ones
  * of the same entity (events/supersede.ts).

@@ -3,7 +3,7 @@ import type { Principal } from '../accounts/principal.js';
 import { tenantActiveSql } from '../accounts/tenant-state.js';
 import { tenantDeactivated } from '../auth/authenticate.js';
 import type { Queryable } from '../db/database.js';
-import { marketplaceNotFound, marketplaceVisibleSql, tenantOf, type WebhookRow } from './webhook-access.js';
+import { marketplaceNotFound, marketplaceVisibleSql, tenantOf, WEBHOOK_COLUMNS, type WebhookRow } from './webhook-access.js';
 import { listConditions } from './webhooks.repository.js';
 
 /**
@@ -13,7 +13,8 @@ import { listConditions } from './webhooks.repository.js';
  * one-row subquery the page is joined to, so a refusal reads no webhook, and they are answered in
  * the order the separate statements answered them: 401 for a deactivated tenant first, then 404.
  * Every check reads committed state at the statement's start, as the separate probes did: a
- * deactivation counts from the next request on, in every process, no cache.
+ * deactivation counts from the next request on, in every process, no cache. Prepared: planning it
+ * cost more than running it (0.67 against 0.37 ms, EXPLAIN ANALYZE, 10 webhooks).
  */
 export async function readWebhookPage(
   db: Queryable,
@@ -36,10 +37,11 @@ export async function readWebhookPage(
        FROM (SELECT ${tenantActiveSql(role, sellerId, ownMarketplace)} AS guard_tenant_active,
                     ${marketplaceVisibleSql('$1::text', role, sellerId, ownMarketplace)} AS guard_marketplace_visible) g
        LEFT JOIN LATERAL (
-         SELECT * FROM webhooks WHERE g.guard_tenant_active AND g.guard_marketplace_visible AND ${where.join(' AND ')} ORDER BY code, id LIMIT $2
+         SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE g.guard_tenant_active AND g.guard_marketplace_visible AND ${where.join(' AND ')} ORDER BY code, id LIMIT $2
        ) w ON true
       ORDER BY w.code, w.id`,
     params,
+    { prepare: true },
   );
   const guard = rows[0]!;
   if (!guard.guard_tenant_active) throw tenantDeactivated(request, principal.role);

@@ -22,6 +22,7 @@ export async function secondFactorsOf(db: Queryable, userId: number): Promise<{ 
     `SELECT EXISTS (SELECT 1 FROM mfa_totp WHERE user_id = $1 AND activated_at IS NOT NULL) AS totp,
             EXISTS (SELECT 1 FROM mfa_passkeys WHERE user_id = $1) AS passkey`,
     [userId],
+    { prepare: true },
   );
   return rows[0]!;
 }
