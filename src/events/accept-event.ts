@@ -13,7 +13,8 @@ import { matchesFilter } from '../webhooks/filter/filter.js';
 import { derive, nextSnapshot, snapshotKey } from './snapshots/derive.js';
 import { replaceSnapshot } from './snapshots/snapshots.repository.js';
 import { validateEvent } from './validate-event.js';
-import { assertMarketplaceVisible, readIntakeChecks } from './intake-checks.js';
+import { readIntakeChecks } from './intake-checks.js';
+import { marketplaceNotFound } from '../webhooks/webhook-access.js';
 import { supersedeEarlier } from './supersede.js';
 import { canonicalJson } from './canonical-json.js';
 import { activeTracer, inSpan, type TraceSpan } from '../telemetry/tracing.js';
@@ -114,7 +115,7 @@ async function accept(
 
   const checks = await readIntakeChecks(db, principal, marketplaceCode, event, event.event_id ?? null);
   if (!checks.tenant_active) throw request.inactiveTenant();
-  assertMarketplaceVisible(checks);
+  if (!checks.visible) throw marketplaceNotFound();
   // Most repeats are retries of a committed event: they get the first answer, even if the
   // database changed since (a connection removed), and without opening a transaction.
   if (checks.stored) return answerExisting(checks.stored, hash);

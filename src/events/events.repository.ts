@@ -131,7 +131,10 @@ export async function createDeliveries(db: Queryable, fanOut: FanOut): Promise<C
       fanOut.eventRowId, fanOut.marketplaceCode, String(fanOut.sellerId), fanOut.entityKey, fanOut.topics, fanOut.now,
       fanOut.sellerId, fanOut.clockOffsetMs, fanOut.filterMatches ?? [], fanOut.body, DELIVERY_CHANNEL,
     ],
-    { prepare: true },
+    // Prepared (its planning costs as much as its run) unless filters matched: from the sixth run on
+    // a prepared statement may take a generic plan, and the generic plan for a list of matched ids
+    // made the fan-out to 10 000 filtered webhooks 1.5× slower (0.8–0.9 s → 1.2–1.35 s).
+    { prepare: (fanOut.filterMatches ?? []).length === 0 },
   );
   return { count: rows[0]!.count, latest: rows[0]!.latest };
 }

@@ -1,7 +1,7 @@
 import type { Principal } from '../accounts/principal.js';
 import { tenantActiveSql } from '../accounts/tenant-state.js';
 import type { Queryable } from '../db/database.js';
-import { marketplaceNotFound, marketplaceVisibleSql } from '../webhooks/webhook-access.js';
+import { marketplaceVisibleSql } from '../webhooks/webhook-access.js';
 import { matchingTopics } from './envelope.js';
 import type { EventBody } from './event-schema.js';
 import { filteredWebhooksSql, type StoredEvent } from './events.repository.js';
@@ -50,9 +50,4 @@ export async function readIntakeChecks(db: Queryable, principal: Principal, mark
     { prepare: true },
   );
   return rows[0]!;
-}
-
-/** assertMarketplaceAccess's answer from the checks: 404 for a marketplace the caller may not use. */
-export function assertMarketplaceVisible(checks: IntakeChecks): void {
-  if (!checks.visible) throw marketplaceNotFound();
 }
