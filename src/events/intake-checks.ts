@@ -47,7 +47,6 @@ export async function readIntakeChecks(db: Queryable, principal: Principal, mark
       marketplaceCode, event.seller_id, event.marketplace_connection_id ?? null, eventId, principal.role, principal.sellerId, principal.marketplaceCode,
       String(event.seller_id), matchingTopics(event.topic, event.state_to),
     ],
-    { prepare: true },
   );
   return rows[0]!;
 }
