@@ -9,6 +9,14 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
+
+// package.json's engines (22.15+ or 24+; a test preloads module.registerHooks): on another Node the
+// run stops here with the reason, not minutes later at the one test that needs it.
+const [major, minor] = process.versions.node.split('.').map(Number);
+if (major === 22 ? minor < 15 : major < 24) {
+  console.error(`Node ${process.versions.node} is not supported: the tests need Node 22.15+ or 24+ (package.json, engines).`);
+  process.exit(1);
+}
 const filters = process.argv.slice(2);
 const suite = process.env.PLAZA_TEST_SUITE ?? 'unit';
 

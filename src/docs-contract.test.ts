@@ -33,9 +33,9 @@ test('the 8-character password minimum is documented', () => {
 
 test('engines, README and CI name the same Node lines, and not Node 20', () => {
   const engines = (JSON.parse(read('package.json')) as { engines: { node: string } }).engines.node;
-  assert.equal(engines, '^22.12.0 || >=24.0.0');
+  assert.equal(engines, '^22.15.0 || >=24.0.0');
   const readme = read('README.md');
-  assert.match(readme, /Node\.js 22 \(22\.12\+\) or 24/);
+  assert.match(readme, /Node\.js 22 \(22\.15\+\) or 24/);
   assert.doesNotMatch(readme, /20\.19\+/);
   const ci = read('.ci/run');
   assert.match(ci, /for major in 22 24/);
