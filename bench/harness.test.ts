@@ -4,8 +4,8 @@ import type { DeliveryRun } from './lib/delivery-run.js';
 import { ms } from './lib/scenario.js';
 import { median, percentile } from './lib/stats.js';
 import { rowLine } from './lib/table.js';
-import { cpuRow, fleetRows, peerRows } from './scenarios/delivery-rows.js';
-import { authenticatedReadRows } from './scenarios/api.js';
+import { cpuPer, cpuRow, fleetRows, peerRows } from './scenarios/delivery-rows.js';
+import { authenticatedReadRows, requestCpuRow } from './scenarios/api.js';
 import { select } from './scenarios/index.js';
 
 const run = (perSecond: number, senderMs: number, database: DeliveryRun['cpu']['database']): DeliveryRun => ({
@@ -63,7 +63,7 @@ describe('bench harness', () => {
   });
 
   it('rates scenario 1 against the minimal equivalent (≥ 70 %, p99 ≤ 15 ms) and keeps the bare route as a row without target', () => {
-    const load = (perSecond: number, p99Ms: number) => ({ perSecond, p99Ms, p50Ms: 1, requests: perSecond * 10 });
+    const load = (perSecond: number, p99Ms: number) => ({ perSecond, p99Ms, p50Ms: 1, requests: perSecond * 10, answered: perSecond * 13 });
     const [rate, p99, bare] = authenticatedReadRows('postgres', load(7000, 12), load(10_000, 8), load(70_000, 0));
     assert.deepEqual([rate!.ceiling, rate!.ratio, rate!.target, rate!.met], ['10,000/s', '70%', '≥ 70%', 'yes']);
     assert.match(rate!.scenario, /minimal equivalent/);
@@ -71,6 +71,16 @@ describe('bench harness', () => {
     assert.deepEqual([bare!.ceiling, bare!.ratio, bare!.target, bare!.met], ['70,000/s', '10%', '—', 'n/a']);
     const [slow, late] = authenticatedReadRows('postgres', load(6900, 16), load(10_000, 0.5), load(70_000, 0));
     assert.deepEqual([slow!.met, late!.met, late!.ceiling, late!.ratio], ['no', 'no', '< 1 ms', '—']);
+  });
+
+  it('puts a request\'s CPU beside its ceiling\'s: Plaza and PostgreSQL per request, the ratio the ceiling\'s share', () => {
+    const login = requestCpuRow('2 login, CPU per login', 'postgres', cpuPer({ plazaMs: 16_000, database: { ms: 3_000 } }, 1_000, 'Plaza'), '12000 µs (argon2 alone)', 12_000);
+    assert.deepEqual(
+      [login.scenario, login.figure, login.ceiling, login.ratio, login.met],
+      ['2 login, CPU per login (Plaza 16000 µs + PostgreSQL 3000 µs)', '19000 µs', '12000 µs (argon2 alone)', '63%', 'n/a'],
+    );
+    const remote = requestCpuRow('3 refresh, CPU per refresh', 'postgres', cpuPer({ plazaMs: 800, database: { unknown: 'not local' } }, 1_000, 'Plaza'), 'unknown µs', undefined);
+    assert.deepEqual([remote.figure, remote.ratio], ['unknown', '—']);
   });
 
   it('says why the CPU per delivery is unknown instead of printing a part of it', () => {

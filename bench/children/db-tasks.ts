@@ -111,7 +111,7 @@ const sha256 = (token: Buffer) => createHash('sha256').update(token).digest();
  * refresh transaction (revoke the presented token, insert its successor), with the same number of
  * concurrent clients as the load driver and the service's pool size.
  */
-async function refreshCeiling(job: WithEnv & { chains: number; concurrency: number; warmupMs: number; durationMs: number }): Promise<{ perSecond: number; operations: number }> {
+async function refreshCeiling(job: WithEnv & { chains: number; concurrency: number; warmupMs: number; durationMs: number }): Promise<{ perSecond: number; operations: number; rotations: number; cpuMs: number }> {
   return withDatabase(job.env, async (db) => {
     const { rows: users } = await db.query<{ id: number }>(`SELECT id FROM users ORDER BY id`);
     if (users.length === 0) throw new Error('no users to rotate tokens for');
@@ -153,6 +153,9 @@ async function refreshCeiling(job: WithEnv & { chains: number; concurrency: numb
     const measureFrom = performance.now() + job.warmupMs;
     const measureTo = measureFrom + job.durationMs;
     let operations = 0;
+    // Every rotation, warm-up included, and this process's CPU over them: the client's part of a rotation's CPU.
+    let rotations = 0;
+    const cpuFrom = process.cpuUsage();
     await Promise.all(
       Array.from({ length: job.concurrency }, async (_, loop) => {
         // Each loop owns the chains loop, loop + concurrency, …: no two rotate one chain at once.
@@ -161,13 +164,15 @@ async function refreshCeiling(job: WithEnv & { chains: number; concurrency: numb
           const started = performance.now();
           if (started >= measureTo) return;
           await rotate(loop + (k % owned) * job.concurrency);
+          rotations++;
           if (started >= measureFrom) operations++;
           await new Promise((resolve) => setImmediate(resolve));
         }
       }),
     );
+    const cpu = process.cpuUsage(cpuFrom);
     const elapsed = job.durationMs;
-    return { perSecond: (operations / elapsed) * 1000, operations };
+    return { perSecond: (operations / elapsed) * 1000, operations, rotations, cpuMs: (cpu.user + cpu.system) / 1000 };
   });
 }
 

@@ -1,11 +1,13 @@
 import type { LoadResult } from '../children/load.js';
 import { createWebhook, getText, login, loginAll } from '../lib/api.js';
 import { progress, withCleanup } from '../lib/cleanup.js';
-import { dbTask } from '../lib/database.js';
+import { DatabaseCpu } from '../lib/cpu.js';
+import { dbTask, type BenchDatabase } from '../lib/database.js';
 import { Helper, runHelper } from '../lib/ipc.js';
 import { met, ms, percent, perSecond, times, type Row, type Scenario } from '../lib/scenario.js';
 import { Service } from '../lib/service.js';
 import { MARKETPLACE, seedTenant } from './common.js';
+import { cpuPer } from './delivery-rows.js';
 import { recordServerMemory } from './memory.js';
 
 const READ_CONNECTIONS = 50;
@@ -138,19 +140,26 @@ export const loginThroughput: Scenario = {
       const service = await Service.start(db);
       onExit(() => service.stop());
       progress(`${LOGIN_CONNECTIONS} connections logging in ${users.length} users`);
-      const measured = await runHelper<LoadResult>('load', 'login', {
-        url: `${service.baseUrl}/api/v2/auth/login`,
-        connections: LOGIN_CONNECTIONS,
-        warmupMs: scale.warmupMs,
-        durationMs: scale.durationMs,
-        users,
-      });
+      const { load: measured, cpu } = await withCpu(service, db, () =>
+        runHelper<LoadResult>('load', 'login', {
+          url: `${service.baseUrl}/api/v2/auth/login`,
+          connections: LOGIN_CONNECTIONS,
+          warmupMs: scale.warmupMs,
+          durationMs: scale.durationMs,
+          users,
+        }),
+      );
       await service.stop();
       progress('ceiling: argon2id verify loop');
-      const ceiling = await runHelper<{ perSecond: number }>('argon2-ceiling', 'run', { parallelism: LOGIN_CONNECTIONS, warmupMs: scale.warmupMs, durationMs: scale.durationMs });
+      const ceiling = await runHelper<{ perSecond: number; cpuMicrosPerVerify: number }>('argon2-ceiling', 'run', {
+        parallelism: LOGIN_CONNECTIONS,
+        warmupMs: scale.warmupMs,
+        durationMs: scale.durationMs,
+      });
       const ratio = measured.perSecond / ceiling.perSecond;
       return [
         { scenario: '2 login', database: engine, figure: perSecond(measured.perSecond), ceiling: perSecond(ceiling.perSecond), ratio: percent(ratio), target: '≥ 85%', met: met(ratio >= 0.85) },
+        requestCpuRow('2 login, CPU per login', engine, cpuPer(cpu, measured.answered, 'Plaza'), `${ceiling.cpuMicrosPerVerify} µs (argon2 alone)`, ceiling.cpuMicrosPerVerify),
       ];
     }),
 };
@@ -168,24 +177,63 @@ export const refreshThroughput: Scenario = {
       onExit(() => service.stop());
       const pairs = await loginAll(service.baseUrl, users);
       progress(`${REFRESH_CONNECTIONS} connections rotating ${pairs.length} chains`);
-      const measured = await runHelper<LoadResult>('load', 'refresh', {
-        url: `${service.baseUrl}/api/v2/auth/refresh`,
-        connections: REFRESH_CONNECTIONS,
-        warmupMs: scale.warmupMs,
-        durationMs: scale.durationMs,
-        tokens: pairs.map((pair) => pair.refresh_token),
-      });
-      await service.stop();
+      const { load: measured, cpu } = await withCpu(service, db, () =>
+        runHelper<LoadResult>('load', 'refresh', {
+          url: `${service.baseUrl}/api/v2/auth/refresh`,
+          connections: REFRESH_CONNECTIONS,
+          warmupMs: scale.warmupMs,
+          durationMs: scale.durationMs,
+          tokens: pairs.map((pair) => pair.refresh_token),
+        }),
+      );
       progress('ceiling: UPDATE … RETURNING + INSERT transactions');
-      const ceiling = await dbTask<{ perSecond: number }>(db, 'refresh-ceiling', {
+      // Measured while the service is up and idle, so that its database CPU can be metered: on the
+      // embedded way the database server is the service's own. That CPU includes the seeding of its
+      // chains: SESSIONS × 2 inserts, against tens of thousands of rotations.
+      const ceilingDatabase = await DatabaseCpu.start(db);
+      const ceiling = await dbTask<{ perSecond: number; rotations: number; cpuMs: number }>(db, 'refresh-ceiling', {
         chains: SESSIONS,
         concurrency: REFRESH_CONNECTIONS,
         warmupMs: scale.warmupMs,
         durationMs: scale.durationMs,
       });
+      const ceilingCpu = cpuPer({ plazaMs: ceiling.cpuMs, database: await ceilingDatabase.stop() }, ceiling.rotations, 'client');
+      await service.stop();
       const ratio = measured.perSecond / ceiling.perSecond;
       return [
         { scenario: '3 refresh', database: engine, figure: perSecond(measured.perSecond), ceiling: perSecond(ceiling.perSecond), ratio: percent(ratio), target: '≥ 50%', met: met(ratio >= 0.5) },
+        requestCpuRow('3 refresh, CPU per refresh', engine, cpuPer(cpu, measured.answered, 'Plaza'), `${ceilingCpu.micros ?? 'unknown'} µs (the two statements: ${ceilingCpu.parts})`, ceilingCpu.micros),
       ];
     }),
 };
+
+/**
+ * The CPU of the service's process and of its database's backends over `work` (a load helper's
+ * warm-up and measurement, whose `answered` requests it is divided by): where a request's CPU goes
+ * on a machine where the service, PostgreSQL and the load generator share the cores.
+ */
+async function withCpu(service: Service, db: BenchDatabase, work: () => Promise<LoadResult>): Promise<{ load: LoadResult; cpu: Parameters<typeof cpuPer>[0] }> {
+  const plazaFrom = (await service.cpuMs()) ?? Number.NaN;
+  const database = await DatabaseCpu.start(db);
+  const load = await work();
+  const plazaMs = ((await service.cpuMs()) ?? Number.NaN) - plazaFrom;
+  return { load, cpu: { plazaMs, database: await database.stop() } };
+}
+
+/**
+ * A request's CPU against its ceiling's (scenarios 2 and 3): on a CPU-bound machine the ratio of
+ * the ceiling's CPU to the request's is about the ratio of their rates, so it says what the target
+ * asks of the work around the essential part.
+ */
+export function requestCpuRow(label: string, engine: Row['database'], cpu: { micros: number | undefined; parts: string }, ceiling: string, ceilingMicros: number | undefined): Row {
+  const known = cpu.micros !== undefined && ceilingMicros !== undefined;
+  return {
+    scenario: `${label} (${cpu.parts})`,
+    database: engine,
+    figure: cpu.micros === undefined ? 'unknown' : `${cpu.micros} µs`,
+    ceiling,
+    ratio: known ? percent(ceilingMicros / cpu.micros!) : '—',
+    target: '—',
+    met: 'n/a',
+  };
+}
