@@ -1,7 +1,7 @@
 import type { Database } from '../../db/database.js';
 import { allocateSlots, type DueWebhook, type TenantLoad } from './fair-share.js';
 import { lockDueWebhooks } from './lock-due-webhooks.js';
-import { dueRowsSeen, readDueStreams, STREAMS_PER_CLAIM, type DueStreams, type StreamRead } from './read-due-streams.js';
+import { dueRowsSeen, moveStreamCursors, readDueStreams, streamsOf, type DueStreams } from './read-due-streams.js';
 import { takeRows, type ClaimedDelivery } from './take-rows.js';
 
 export interface ClaimRequest {
@@ -51,9 +51,6 @@ export interface Claim {
   left: boolean;
 }
 
-/** Most stream cursors a worker remembers (one per webhook with several streams); forgotten when full. */
-const MAX_STREAM_CURSORS = 10_000;
-
 /**
  * Claims due deliveries fairly, in one transaction of three statements whose cost depends neither on
  * the size of the backlog nor on webhooks without waiting work:
@@ -91,7 +88,7 @@ export async function claimDueDeliveries(db: Database, request: ClaimRequest): P
       after: position.lastTenant,
     });
     if (last !== undefined) position.lastTenant = last;
-    moveStreamCursors(position, read, quotas);
+    moveStreamCursors(position.streamCursors, read, quotas);
     const due = dueRowsSeen(read, request.perWebhookLimit);
     if (quotas.length === 0) return { deliveries: [], more: lanes.contended, left: skipped || due > 0 };
     const deliveries = await takeRows(tx, { clockOffsetMs, workerId: request.workerId, leaseSeconds: request.leaseSeconds, quotas });
@@ -132,36 +129,4 @@ function dueWork(read: DueStreams, request: ClaimRequest): { webhooks: DueWebhoo
       .map((stream) => ({ key: stream.key, due: stream.due, inFlight: streamLoad.get(`${webhookId}:${stream.key}`) ?? 0 })),
   }));
   return { webhooks, loads, workers: workers.size };
-}
-
-/**
- * Per webhook, where the next claim's scan of its streams starts: after the last stream given a
- * slot when a due stream was left without one; else after the last stream visited when the scan
- * stopped at STREAMS_PER_CLAIM; else (every stream visited) anywhere: the cursor is forgotten.
- * Unchanged when the webhook got no slot (it is at its limit).
- */
-function moveStreamCursors(position: ClaimPosition, read: DueStreams, quotas: readonly { webhookId: number; key: string }[]): void {
-  if (position.streamCursors.size >= MAX_STREAM_CURSORS) position.streamCursors.clear();
-  const givenKeys = new Map<number, Set<string>>();
-  for (const quota of quotas) givenKeys.set(quota.webhookId, (givenKeys.get(quota.webhookId) ?? new Set()).add(quota.key));
-  for (const [webhookId, streams] of streamsOf(read)) {
-    const given = givenKeys.get(webhookId) ?? new Set<string>();
-    if (given.size === 0) continue;
-    const lastGiven = streams.findLast((stream) => given.has(stream.key))!;
-    const left = streams.some((stream) => stream.due > 0 && !given.has(stream.key));
-    const cursor = left ? lastGiven.key : streams.length === STREAMS_PER_CLAIM ? streams.at(-1)!.key : undefined;
-    if (cursor === undefined) position.streamCursors.delete(webhookId);
-    else position.streamCursors.set(webhookId, cursor);
-  }
-}
-
-/** The streams read, per webhook, in scan order (one pass: a claim reads up to 32 per locked webhook). */
-function streamsOf(read: DueStreams): Map<number, StreamRead[]> {
-  const byWebhook = new Map<number, StreamRead[]>();
-  for (const stream of read.streams) {
-    const list = byWebhook.get(stream.webhook_id);
-    if (list) list.push(stream);
-    else byWebhook.set(stream.webhook_id, [stream]);
-  }
-  return byWebhook;
 }

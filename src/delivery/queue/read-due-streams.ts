@@ -122,3 +122,38 @@ export function dueRowsSeen(read: DueStreams, perWebhookLimit: number): number {
   }
   return due;
 }
+
+/** Most stream cursors a worker remembers (one per webhook with several streams); forgotten when full. */
+const MAX_STREAM_CURSORS = 10_000;
+
+/**
+ * Per webhook, where the next claim's scan of its streams starts: after the last stream given a
+ * slot when a due stream was left without one; else after the last stream visited when the scan
+ * stopped at STREAMS_PER_CLAIM; else (every stream visited) anywhere: the cursor is forgotten.
+ * Unchanged when the webhook got no slot (it is at its limit).
+ */
+export function moveStreamCursors(cursors: Map<number, string>, read: DueStreams, quotas: readonly { webhookId: number; key: string }[]): void {
+  if (cursors.size >= MAX_STREAM_CURSORS) cursors.clear();
+  const givenKeys = new Map<number, Set<string>>();
+  for (const quota of quotas) givenKeys.set(quota.webhookId, (givenKeys.get(quota.webhookId) ?? new Set()).add(quota.key));
+  for (const [webhookId, streams] of streamsOf(read)) {
+    const given = givenKeys.get(webhookId) ?? new Set<string>();
+    if (given.size === 0) continue;
+    const lastGiven = streams.findLast((stream) => given.has(stream.key))!;
+    const left = streams.some((stream) => stream.due > 0 && !given.has(stream.key));
+    const cursor = left ? lastGiven.key : streams.length === STREAMS_PER_CLAIM ? streams.at(-1)!.key : undefined;
+    if (cursor === undefined) cursors.delete(webhookId);
+    else cursors.set(webhookId, cursor);
+  }
+}
+
+/** The streams read, per webhook, in scan order (one pass: a claim reads up to 32 per locked webhook). */
+export function streamsOf(read: DueStreams): Map<number, StreamRead[]> {
+  const byWebhook = new Map<number, StreamRead[]>();
+  for (const stream of read.streams) {
+    const list = byWebhook.get(stream.webhook_id);
+    if (list) list.push(stream);
+    else byWebhook.set(stream.webhook_id, [stream]);
+  }
+  return byWebhook;
+}
