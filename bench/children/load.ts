@@ -9,7 +9,6 @@ export interface LoadResult {
   perSecond: number;
   p50Ms: number;
   p99Ms: number;
-  requests: number;
   /** Requests answered 2xx over the warm-up and the measurement: the unit of a CPU figure metered over both. */
   answered: number;
 }
@@ -26,7 +25,7 @@ async function measure(job: Common, requests: () => AutocannonRequest[]): Promis
     autocannon({ url: job.url, connections: job.connections, duration: Math.max(1, Math.round(durationMs / 1000)), timeout: 10, requests: requests() });
   const warmup = check(await run(job.warmupMs), 'warm-up');
   const result = check(await run(job.durationMs), 'measurement');
-  return { perSecond: result['2xx'] / result.duration, p50Ms: result.latency.p50, p99Ms: result.latency.p99, requests: result['2xx'], answered: warmup['2xx'] + result['2xx'] };
+  return { perSecond: result['2xx'] / result.duration, p50Ms: result.latency.p50, p99Ms: result.latency.p99, answered: warmup['2xx'] + result['2xx'] };
 }
 
 /** A run with failed requests measured something other than the scenario: the scenario is broken. */
