@@ -68,6 +68,12 @@ class WorkerLoop {
    * the timer from its own delay).
    */
   private checkingNextDue = false;
+  /**
+   * The due timer fired: the round after it looks for the next due time whatever else runs. The
+   * timer keeps only the soonest of the due times it was given, so a later one was dropped and is
+   * known again only from this query (without it, such a retry waited for the poll).
+   */
+  private nextDueOwed = false;
   private readonly shutdown = new AbortController();
   private readonly vacuum: QueueVacuum;
   private stopping = false;
@@ -163,6 +169,7 @@ class WorkerLoop {
     const offered = this.freeSlots();
     if (offered <= 0) return;
     this.owed = false;
+    const startedAt = Date.now();
     try {
       const { deliveries, more, left } = await claimWork(this.deliverer, offered, this.recording);
       if (left) this.owed = true;
@@ -171,8 +178,9 @@ class WorkerLoop {
       // free again in a moment; otherwise sleep until the next due time.
       if (left && deliveries.length === offered) this.again = true;
       else if (more) this.retrySoon();
-      else if (!this.checkingNextDue && (this.inFlight.size === 0 || Date.now() - this.nextDueCheckedAt >= NEXT_DUE_RECHECK_MS)) {
-        this.inBackground(() => this.scheduleNextDue());
+      else if (this.nextDueOwed || (!this.checkingNextDue && (this.inFlight.size === 0 || Date.now() - this.nextDueCheckedAt >= NEXT_DUE_RECHECK_MS))) {
+        this.nextDueOwed = false;
+        this.inBackground(() => this.scheduleNextDue(Date.now() - startedAt));
       }
     } catch (error) {
       this.owed = true;
@@ -230,8 +238,12 @@ class WorkerLoop {
     if ((await recoverLeasesWhenDue(this.deliverer)) > 0) this.wake();
   }
 
-  /** Sleeps until the earliest scheduled attempt rather than a whole poll interval. */
-  private async scheduleNextDue(): Promise<void> {
+  /**
+   * Sleeps until the earliest scheduled attempt rather than a whole poll interval: the earliest due
+   * after the claim that ran `sinceMs` ago began (a row due since then may have been due too late for
+   * that claim, and a row due before it was seen by it).
+   */
+  private async scheduleNextDue(sinceMs: number): Promise<void> {
     const { db, clock } = this.deps;
     this.nextDueCheckedAt = Date.now();
     this.checkingNextDue = true;
@@ -239,8 +251,8 @@ class WorkerLoop {
       // The wait is computed by the database, whose clock sets the due times.
       const { rows } = await db.query<{ wait_ms: number | null }>(
         `SELECT extract(epoch FROM min(next_attempt_at) - ${dbNow(1)}) * 1000 AS wait_ms
-           FROM deliveries WHERE status = 'pending' AND next_attempt_at > ${dbNow(1)}`,
-        [clockOffsetMs(clock)],
+           FROM deliveries WHERE status = 'pending' AND next_attempt_at > ${dbNow(1)} - $2::double precision * interval '1 millisecond'`,
+        [clockOffsetMs(clock), sinceMs],
       );
       const wait = rows[0]?.wait_ms;
       if (wait !== null && wait !== undefined) this.armDueTimer(Number(wait));
@@ -251,7 +263,8 @@ class WorkerLoop {
 
   /**
    * Wakes the worker `waitMs` from now (and a little after, so that the row is due by then), unless
-   * the timer already fires sooner; past the poll interval, the poll does. A timer armed for a row
+   * the timer already fires sooner (the round after it then looks for this one: nextDueOwed); past
+   * the poll interval, the poll does. A timer armed for a row
    * that another worker took meanwhile costs one claim that finds nothing.
    */
   private armDueTimer(waitMs: number): void {
@@ -263,6 +276,7 @@ class WorkerLoop {
     this.dueTimer = setTimeout(() => {
       this.dueTimer = undefined;
       this.dueAt = Infinity;
+      this.nextDueOwed = true;
       this.wake();
     }, at - Date.now());
   }
