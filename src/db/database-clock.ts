@@ -6,8 +6,9 @@ import { ManualClock, systemClock, type Clock } from '../clock.js';
  * that time with the statement parameter `$n` as an offset in milliseconds: 0 in production, and the
  * distance to an injected test clock (ManualClock) in tests, so that moving the test clock moves
  * the database's idea of "now" too.
- * The time the statement started, not the transaction (now()): each statement of a claim sees the
- * time it is sent, so a row that became due since the claim began is not taken for not yet due.
+ * The time the statement started, not the transaction (now()): a statement that waited for a lock
+ * would otherwise take for not yet due what became due while it waited. (A claim counts its first
+ * statement's time in all three of its statements: delivery/queue/claim.ts.)
  */
 export function dbNow(parameter: number): string {
   return `(statement_timestamp() + $${parameter}::double precision * interval '1 millisecond')`;

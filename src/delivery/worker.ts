@@ -169,9 +169,8 @@ class WorkerLoop {
     const offered = this.freeSlots();
     if (offered <= 0) return;
     this.owed = false;
-    const startedAt = Date.now();
     try {
-      const { deliveries, more, left } = await claimWork(this.deliverer, offered, this.recording);
+      const { deliveries, more, left, now } = await claimWork(this.deliverer, offered, this.recording);
       if (left) this.owed = true;
       for (const delivery of deliveries) this.send(delivery);
       // Every slot taken and work left: more may be due right away; lanes held by other claims are
@@ -180,7 +179,7 @@ class WorkerLoop {
       else if (more) this.retrySoon();
       else if (this.nextDueOwed || (!this.checkingNextDue && (this.inFlight.size === 0 || Date.now() - this.nextDueCheckedAt >= NEXT_DUE_RECHECK_MS))) {
         this.nextDueOwed = false;
-        this.inBackground(() => this.scheduleNextDue(Date.now() - startedAt));
+        this.inBackground(() => this.scheduleNextDue(now));
       }
     } catch (error) {
       this.owed = true;
@@ -240,10 +239,10 @@ class WorkerLoop {
 
   /**
    * Sleeps until the earliest scheduled attempt rather than a whole poll interval: the earliest due
-   * after the claim that ran `sinceMs` ago began (a row due since then may have been due too late for
-   * that claim, and a row due before it was seen by it).
+   * after `claimedAt`, the time the last claim counted as now (what was due by then, it took or left
+   * owed; a row due since may be due already, and the timer then wakes the worker at once).
    */
-  private async scheduleNextDue(sinceMs: number): Promise<void> {
+  private async scheduleNextDue(claimedAt: string | undefined): Promise<void> {
     const { db, clock } = this.deps;
     this.nextDueCheckedAt = Date.now();
     this.checkingNextDue = true;
@@ -251,8 +250,8 @@ class WorkerLoop {
       // The wait is computed by the database, whose clock sets the due times.
       const { rows } = await db.query<{ wait_ms: number | null }>(
         `SELECT extract(epoch FROM min(next_attempt_at) - ${dbNow(1)}) * 1000 AS wait_ms
-           FROM deliveries WHERE status = 'pending' AND next_attempt_at > ${dbNow(1)} - $2::double precision * interval '1 millisecond'`,
-        [clockOffsetMs(clock), sinceMs],
+           FROM deliveries WHERE status = 'pending' AND next_attempt_at > coalesce($2::timestamptz, ${dbNow(1)})`,
+        [clockOffsetMs(clock), claimedAt ?? null],
       );
       const wait = rows[0]?.wait_ms;
       if (wait !== null && wait !== undefined) this.armDueTimer(Number(wait));

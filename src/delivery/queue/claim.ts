@@ -49,6 +49,11 @@ export interface Claim {
    * until something new is due (an intake's NOTIFY, a retry's time), another claim finds nothing.
    */
   left: boolean;
+  /**
+   * The database's time the claim counted as now (lock-due-webhooks.ts): what was due by then it
+   * took or reports `left`; a row due later is for the next claim. Absent when it ran no statement.
+   */
+  now?: string;
 }
 
 /**
@@ -59,11 +64,11 @@ export interface Claim {
  * 2. read-due-streams.ts: for those webhooks, their owners, streams (sellers) and due rows, and the
  *    live leases of all workers, read after the locks, so counting what the lanes' last claims took;
  * 3. fair-share.ts turns that into rows per (webhook, stream), and take-rows.ts takes them.
- * The lanes are released at COMMIT. No lock is taken by every claim: workers claim in parallel.
+ * "Due" is due at the first statement's time in all three, so `left` is exact. The lanes are released at COMMIT. No lock is taken by every claim: workers claim in parallel.
  */
 export async function claimDueDeliveries(db: Database, request: ClaimRequest): Promise<Claim> {
   if (request.free <= 0) return { deliveries: [], more: false, left: true };
-  const { position, clockOffsetMs } = request;
+  const { position } = request;
   return db.transaction(async (tx) => {
     // A lease that a crash of the database undoes is harmless: the row is due again, and the worst
     // outcome is a notification sent twice (at-least-once, docs/delivery.md). Bitmap scans off: with
@@ -71,13 +76,14 @@ export async function claimDueDeliveries(db: Database, request: ClaimRequest): P
     // the few probes of the partial indexes, reading every waiting row (bench/results/history.md, "Planning").
     // The first statement, so it travels with BEGIN: one round trip (db/postgres.ts).
     await tx.exec(`SET LOCAL synchronous_commit = off; SET LOCAL enable_bitmapscan = off`);
-    const lanes = await lockDueWebhooks(tx, { clockOffsetMs, cursor: position.webhookCursor, scan: request.scanWebhooks, limit: request.free });
+    const lanes = await lockDueWebhooks(tx, { clockOffsetMs: request.clockOffsetMs, cursor: position.webhookCursor, scan: request.scanWebhooks, limit: request.free });
     position.webhookCursor = lanes.nextCursor;
     const skipped = lanes.contended || lanes.unvisited;
-    if (lanes.webhookIds.length === 0) return { deliveries: [], more: lanes.contended, left: skipped };
+    const { now } = lanes;
+    if (lanes.webhookIds.length === 0) return { deliveries: [], more: lanes.contended, left: skipped, now };
 
     const after = lanes.webhookIds.map((id) => position.streamCursors.get(id) ?? null);
-    const read = await readDueStreams(tx, { clockOffsetMs, webhookIds: lanes.webhookIds, after, perWebhookLimit: request.perWebhookLimit });
+    const read = await readDueStreams(tx, { now, webhookIds: lanes.webhookIds, after, perWebhookLimit: request.perWebhookLimit });
     const { webhooks, loads, workers } = dueWork(read, request);
     const { quotas, last } = allocateSlots(webhooks, loads, {
       free: request.free,
@@ -90,9 +96,9 @@ export async function claimDueDeliveries(db: Database, request: ClaimRequest): P
     if (last !== undefined) position.lastTenant = last;
     moveStreamCursors(position.streamCursors, read, quotas);
     const due = dueRowsSeen(read, request.perWebhookLimit);
-    if (quotas.length === 0) return { deliveries: [], more: lanes.contended, left: skipped || due > 0 };
-    const deliveries = await takeRows(tx, { clockOffsetMs, workerId: request.workerId, leaseSeconds: request.leaseSeconds, quotas });
-    return { deliveries, more: lanes.contended || (lanes.unvisited && deliveries.length > 0), left: skipped || deliveries.length < due };
+    if (quotas.length === 0) return { deliveries: [], more: lanes.contended, left: skipped || due > 0, now };
+    const deliveries = await takeRows(tx, { now, workerId: request.workerId, leaseSeconds: request.leaseSeconds, quotas });
+    return { deliveries, more: lanes.contended || (lanes.unvisited && deliveries.length > 0), left: skipped || deliveries.length < due, now };
   });
 }
 

@@ -17,6 +17,12 @@ export const LANES = 256;
 const LANE_LOCK_SPACE = 0x706c617a;
 
 export interface LockedWebhooks {
+  /**
+   * The database's time when this statement ran, which the whole claim counts as now (as text, to
+   * the microsecond): the read counts, and the take takes, the rows due by then; a row due later is
+   * the next claim's (the worker looks for the next due time after this one).
+   */
+  now: string;
   /** Webhooks with due work whose lane this claim now holds, in scan order. */
   webhookIds: number[];
   /** Where the next claim's scan starts: after this webhook id. */
@@ -37,7 +43,7 @@ export interface LockedWebhooks {
  * further than needed.
  */
 export async function lockDueWebhooks(db: Queryable, options: { clockOffsetMs: number; cursor: number; scan: number; limit: number }): Promise<LockedWebhooks> {
-  const { rows } = await db.query<{ visited: number; last: number | null; due: number; locked: number[] }>(
+  const { rows } = await db.query<{ now: string; visited: number; last: number | null; due: number; locked: number[] }>(
     `WITH RECURSIVE after_cursor(webhook_id, depth) AS (
        (SELECT d.webhook_id, 1 FROM deliveries_queue d
          WHERE d.status = 'pending' AND d.webhook_id > $2 ORDER BY d.webhook_id LIMIT 1)
@@ -67,7 +73,8 @@ export async function lockDueWebhooks(db: Queryable, options: { clockOffsetMs: n
                        WHERE d.webhook_id = v.webhook_id AND d.status = 'pending' AND d.next_attempt_at <= ${dbNow(1)})
         ORDER BY v.depth
      )
-     SELECT (SELECT count(*)::int FROM visited) AS visited,
+     SELECT ${dbNow(1)}::text AS now,
+            (SELECT count(*)::int FROM visited) AS visited,
             (SELECT webhook_id FROM visited ORDER BY depth DESC LIMIT 1) AS last,
             (SELECT count(*)::int FROM due) AS due,
             coalesce((SELECT array_agg(webhook_id) FROM (
@@ -75,11 +82,11 @@ export async function lockDueWebhooks(db: Queryable, options: { clockOffsetMs: n
             ) l), '{}') AS locked`,
     [options.clockOffsetMs, options.cursor, options.scan, options.limit],
   );
-  const { visited, last, due, locked } = rows[0]!;
+  const { now, visited, last, due, locked } = rows[0]!;
   const webhookIds = locked.map(Number);
   // Stopped at the limit: continue after the last webhook locked; at the scan's budget: after the
   // last visited; else every webhook was visited, and the next scan may start anywhere.
   const nextCursor = webhookIds.length === options.limit ? webhookIds.at(-1)! : visited === options.scan ? Number(last) : options.cursor;
   const contended = webhookIds.length < Math.min(due, options.limit);
-  return { webhookIds, nextCursor, contended, unvisited: webhookIds.length === options.limit || visited === options.scan };
+  return { now, webhookIds, nextCursor, contended, unvisited: webhookIds.length === options.limit || visited === options.scan };
 }

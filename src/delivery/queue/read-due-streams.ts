@@ -1,5 +1,4 @@
 import type { Queryable } from '../../db/database.js';
-import { dbNow } from '../../db/database-clock.js';
 
 /**
  * A delivery's stream inside its webhook: its seller, the middle part of its entity key
@@ -47,12 +46,13 @@ export interface DueStreams {
  * STREAMS_PER_CLAIM streams with waiting rows, after the webhook's cursor and then from the first
  * one up to it (null: from the first; a skip scan of deliveries_pending_stream_due, one probe per
  * stream; without the second part, a cursor past a webhook's last stream left it unserved for
- * good), each with its due rows counted up to `perWebhookLimit`; and the live leases of all
- * workers, per webhook, tenant and worker, and per stream on the locked webhooks.
+ * good), each with its rows due by `now` (the claim's time, lock-due-webhooks.ts) counted up to
+ * `perWebhookLimit`; and the leases of all workers live at `now`, per webhook, tenant and worker,
+ * and per stream on the locked webhooks.
  */
 export async function readDueStreams(
   db: Queryable,
-  options: { clockOffsetMs: number; webhookIds: readonly number[]; after: readonly (string | null)[]; perWebhookLimit: number },
+  options: { now: string; webhookIds: readonly number[]; after: readonly (string | null)[]; perWebhookLimit: number },
 ): Promise<DueStreams> {
   const { rows } = await db.query<DueStreams>(
     `WITH locked AS (
@@ -62,7 +62,7 @@ export async function readDueStreams(
        SELECT l.webhook_id, s.key, s.depth,
               (SELECT count(*)::int FROM (
                  SELECT 1 FROM deliveries_queue d
-                  WHERE d.webhook_id = l.webhook_id AND ${STREAM} = s.key AND d.status = 'pending' AND d.next_attempt_at <= ${dbNow(1)}
+                  WHERE d.webhook_id = l.webhook_id AND ${STREAM} = s.key AND d.status = 'pending' AND d.next_attempt_at <= $1::timestamptz
                   LIMIT $4) x) AS due
          FROM locked l
         CROSS JOIN LATERAL (
@@ -93,14 +93,14 @@ export async function readDueStreams(
        SELECT d.webhook_id, CASE WHEN d.webhook_id = ANY($2::bigint[]) THEN ${STREAM} END AS key,
               h.tenant_kind || ':' || h.tenant_id AS tenant, d.leased_by, count(*)::int AS n
          FROM deliveries_queue d JOIN webhooks h ON h.id = d.webhook_id
-        WHERE d.status = 'delivering' AND d.lease_expires_at > ${dbNow(1)}
+        WHERE d.status = 'delivering' AND d.lease_expires_at > $1::timestamptz
         GROUP BY 1, 2, 3, 4
      )
      SELECT (SELECT coalesce(json_agg(json_build_object('webhook_id', h.id, 'tenant', h.tenant_kind || ':' || h.tenant_id) ORDER BY h.id), '[]')
                FROM webhooks h WHERE h.id = ANY($2::bigint[]) AND h.active) AS webhooks,
             (SELECT coalesce(json_agg(json_build_object('webhook_id', s.webhook_id, 'key', s.key, 'due', s.due) ORDER BY s.webhook_id, s.depth), '[]') FROM streams s) AS streams,
             (SELECT coalesce(json_agg(l), '[]') FROM leases l) AS leases`,
-    [options.clockOffsetMs, options.webhookIds, options.after, options.perWebhookLimit],
+    [options.now, options.webhookIds, options.after, options.perWebhookLimit],
   );
   return rows[0]!;
 }

@@ -1,5 +1,4 @@
 import type { Queryable } from '../../db/database.js';
-import { dbNow } from '../../db/database-clock.js';
 import type { Quota } from './fair-share.js';
 import { STREAM } from './read-due-streams.js';
 
@@ -31,7 +30,9 @@ export interface ClaimedDelivery {
 /**
  * One statement: per (webhook, stream) quota, that many of the stream's due rows in due order
  * (deliveries_pending_stream_due), each the first unfinished delivery of its entity (per-entity
- * order), leased to this worker; with each row's webhook and event body.
+ * order), leased to this worker; with each row's webhook and event body. Due by `now`, the claim's
+ * time, as the read counted them: a row due since could take the place of a counted one that must
+ * wait behind its entity, and the claim would then report nothing left while that one was.
  * The entity check is a correlated min() rather than NOT EXISTS: the subplan is always parameterized
  * by both columns, so it is one probe of deliveries_unfinished_entity even when the planner's
  * statistics are stale (an anti join then read the webhook's whole backlog). SKIP LOCKED below the
@@ -39,7 +40,7 @@ export interface ClaimedDelivery {
  */
 export async function takeRows(
   db: Queryable,
-  options: { clockOffsetMs: number; workerId: string; leaseSeconds: number; quotas: readonly Quota[] },
+  options: { now: string; workerId: string; leaseSeconds: number; quotas: readonly Quota[] },
 ): Promise<ClaimedDelivery[]> {
   const { quotas } = options;
   const { rows } = await db.query<ClaimedDelivery>(
@@ -51,7 +52,7 @@ export async function takeRows(
          FROM quota q
         CROSS JOIN LATERAL (
           SELECT d.id FROM deliveries_queue d
-           WHERE d.webhook_id = q.webhook_id AND ${STREAM} = q.key AND d.status = 'pending' AND d.next_attempt_at <= ${dbNow(1)}
+           WHERE d.webhook_id = q.webhook_id AND ${STREAM} = q.key AND d.status = 'pending' AND d.next_attempt_at <= $1::timestamptz
              AND d.id = (SELECT min(x.id) FROM deliveries_queue x
                           WHERE x.webhook_id = d.webhook_id AND x.entity_key = d.entity_key
                             AND x.status IN ('pending', 'delivering'))
@@ -63,7 +64,7 @@ export async function takeRows(
      taken AS (
        UPDATE deliveries_queue d
           SET status = 'delivering', leased_by = $5,
-              lease_expires_at = ${dbNow(1)} + make_interval(secs => $6), updated_at = ${dbNow(1)}
+              lease_expires_at = $1::timestamptz + make_interval(secs => $6), updated_at = $1::timestamptz
         -- = ANY(ARRAY(…)) rather than a join to the CTE: the few rows by primary key, not a hash of the queue.
         WHERE d.id = ANY(ARRAY(SELECT id FROM locked)) AND d.status = 'pending'
         RETURNING d.id, d.message_id, d.webhook_id, d.attempts, d.event_id, d.sequence
@@ -78,7 +79,7 @@ export async function takeRows(
       -- The event's body and trace context in one probe by primary key.
       LEFT JOIN LATERAL (SELECT ev.body::text AS body, ev.trace_context FROM events ev WHERE ev.id = t.event_id OFFSET 0) e ON true
       ORDER BY t.id`,
-    [options.clockOffsetMs, quotas.map((q) => q.webhookId), quotas.map((q) => q.key), quotas.map((q) => q.n), options.workerId, options.leaseSeconds],
+    [options.now, quotas.map((q) => q.webhookId), quotas.map((q) => q.key), quotas.map((q) => q.n), options.workerId, options.leaseSeconds],
   );
   return rows;
 }
