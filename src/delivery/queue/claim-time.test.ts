@@ -6,10 +6,8 @@ import { createTestApp, type TestContext } from '../../testing/test-app.js';
 import { seedDelivery, seedWebhook } from '../../testing/deliveries.js';
 import { claimWork, createDeliverer } from '../dispatch/deliver.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** The database, with the claim's take (its only statement that locks rows) sent `delayMs` late. */
-function slowTake(db: Database, delayMs: number): Database {
+/** The database, with `beforeTake` run before the claim's take (its only statement that locks rows). */
+function withHookBeforeTake(db: Database, beforeTake: () => Promise<unknown>): Database {
   return {
     ...db,
     transaction: (work) =>
@@ -17,7 +15,7 @@ function slowTake(db: Database, delayMs: number): Database {
         work({
           exec: (sql) => tx.exec(sql),
           query: async (sql, params, options) => {
-            if (sql.includes('SKIP LOCKED')) await sleep(delayMs);
+            if (sql.includes('SKIP LOCKED')) await beforeTake();
             return tx.query(sql, params, options);
           },
         }),
@@ -44,14 +42,19 @@ describe('the time a claim counts as now', () => {
   test('a row that falls due during a claim is not taken by it; the row it counted and could not take is reported left', async () => {
     const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: 'http://127.0.0.1:9/' });
     const now = ctx.clock.now();
-    // The entity's first delivery waits for its retry, due 300 ms from now; its second is due and waits behind it.
+    // The entity's first delivery waits for its retry, due in an hour; its second is due and waits behind it.
     const first = await seedDelivery(ctx.db, webhook, { now, entityKey: 'mkt:1:order-1' });
-    await ctx.db.query(`UPDATE deliveries SET attempts = 1, next_attempt_at = ${dbNow(2)} + interval '300 milliseconds' WHERE id = $1`, [first.id, clockOffsetMs(ctx.clock)]);
+    const retryDue = (interval: string) =>
+      ctx.db.query(`UPDATE deliveries SET attempts = 1, next_attempt_at = ${dbNow(2)} + $3::interval WHERE id = $1`, [first.id, clockOffsetMs(ctx.clock), interval]);
+    await retryDue('1 hour');
     await seedDelivery(ctx.db, webhook, { now, entityKey: 'mkt:1:order-1' });
 
-    const deliverer = createDeliverer({ ...ctx, db: slowTake(ctx.db, 500) });
+    // The retry falls due after the claim's read and before its take.
+    let takes = 0;
+    const deliverer = createDeliverer({ ...ctx, db: withHookBeforeTake(ctx.db, () => (takes++, retryDue('0 seconds'))) });
     try {
       const claim = await claimWork(deliverer, 10);
+      assert.equal(takes, 1, 'the hook ran before the take');
       assert.deepEqual(claim.deliveries.map((delivery) => delivery.id), [], 'the retry fell due after the claim counted the due rows');
       assert.equal(claim.left, true, 'the second delivery was counted due and left behind');
     } finally {
