@@ -11,7 +11,7 @@ import { openPostgres } from '../db/postgres.js';
 import { postEvent, sampleEvent, seedWorld, type World } from '../testing/events.js';
 import { seedUser, type SeededUser } from '../testing/fixtures.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
-import { withAdminClient, withDatabase } from '../testing/test-database.js';
+import { createTestDatabase, withAdminClient, withDatabase } from '../testing/test-database.js';
 import { runPlaza } from '../testing/plaza-process.js';
 import { decryptSecret } from '../keys/secret-box.js';
 import { writeBackup } from './backup.js';
@@ -243,6 +243,35 @@ describe('plaza backup and restore', () => {
       assert.equal(usage.code, 2);
     } finally {
       await target.drop();
+    }
+  });
+});
+
+/**
+ * COPY's text format prints timestamps in the session's DateStyle. In a style other than ISO a zone
+ * is an abbreviation, which does not always read back as the same instant (Asia/Kolkata's "IST" is
+ * read as Israel's time): backup and restore ask for ISO whatever the server's settings.
+ */
+describe('backup and restore on databases whose DateStyle is not ISO', () => {
+  test('a timestamp comes back as the same instant', async () => {
+    const source = await createTestDatabase();
+    const target = await emptyDatabase();
+    const file = join(dir, 'date-style.backup.gz');
+    const otherStyle = (url: string) => {
+      const name = new URL(url).pathname.slice(1);
+      return withAdminClient(url, (admin) => admin.query(`ALTER DATABASE ${name} SET DateStyle = 'Postgres, DMY'; ALTER DATABASE ${name} SET TimeZone = 'Asia/Kolkata'`));
+    };
+    try {
+      await otherStyle(source.url);
+      await otherStyle(target.url);
+      await withPool(source.url, (db) => db.query(`INSERT INTO marketplaces (code, name, created_at) VALUES ('TZ', 'Time zones', '2026-11-27 20:00:00.123456+00')`));
+      await writeBackup(source.url, file);
+      await restoreBackup(target.url, file);
+      const restored = await withPool(target.url, (db) => db.query<{ epoch: string }>(`SELECT extract(epoch FROM created_at)::text AS epoch FROM marketplaces WHERE code = 'TZ'`));
+      assert.equal(restored.rows[0]?.epoch, '1795809600.123456');
+    } finally {
+      await target.drop();
+      await source.close();
     }
   });
 });

@@ -22,7 +22,9 @@ export async function writeBackup(url: string, file: string): Promise<Manifest> 
   const client = new pg.Client({ connectionString: url, application_name: 'plaza backup' });
   await client.connect();
   try {
-    await client.query(`SET client_encoding = 'UTF8'`);
+    // The file is text: UTF-8, and timestamps in the ISO style, the one that reads back as the same
+    // instant whatever the server's DateStyle and TimeZone (backup.test.ts).
+    await client.query(`SET client_encoding = 'UTF8'; SET DateStyle = ISO`);
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     const db = queryable(client);
     const tables = await listTables(db);

@@ -33,7 +33,9 @@ export async function restoreBackup(url: string, file: string, migrations = read
   const client = new pg.Client({ connectionString: url, application_name: 'plaza restore' });
   await client.connect();
   try {
-    await client.query(`SET client_encoding = 'UTF8'`);
+    // The file is text: UTF-8, and timestamps in the ISO style, the one that reads back as the same
+    // instant whatever the server's DateStyle and TimeZone (backup.test.ts).
+    await client.query(`SET client_encoding = 'UTF8'; SET DateStyle = ISO`);
     const db = queryable(client);
     await refuseOtherSessions(db);
     await client.query('BEGIN');

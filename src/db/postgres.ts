@@ -87,7 +87,10 @@ export function openPostgres(options: PostgresOptions): Database {
     // Plaza's statements are short: JIT compilation never pays off for them, yet the planner's
     // estimate for the delivery claim crossed jit_above_cost, and compiling cost 20-45 ms per claim
     // whose execution takes 6 ms (bench/results/history.md, JIT). Sent with the connection, like the timeout.
-    options: '-c jit=off',
+    // DateStyle ISO: a timestamp printed as text (the driver parses every one, and the claim hands its
+    // time to the worker as text) must read back as the same instant, which only the ISO style's
+    // numeric offsets do whatever the server's settings (date-style.test.ts).
+    options: '-c jit=off -c DateStyle=ISO',
     idleTimeoutMillis: 30_000,
     types,
   });
