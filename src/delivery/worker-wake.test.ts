@@ -125,6 +125,39 @@ describe('the worker wakes for every delivery without the poll', () => {
     }
   });
 
+  test("a due delivery past the webhooks a claim may scan goes at once, whatever waits for later retries before it", async () => {
+    // 25 webhooks (ids before the healthy one's) each hold a retry due in an hour: the worker's first
+    // claim scans 10 of them (DELIVERY_CLAIM_SCAN_WEBHOOKS), finds none due, and once stopped there:
+    // one tenant's failing webhooks held another's notification back until the poll.
+    const ctx = await createTestApp({ ...settings, DELIVERY_CLAIM_SCAN_WEBHOOKS: '10' });
+    const receiver = await Receiver.start();
+    const counted = countingClaims(ctx.db);
+    const worker = await startDeliveryWorker({ ...ctx, db: counted.db, logger });
+    try {
+      for (let w = 0; w < 25; w++) {
+        const failing = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url('/failing'), tenantKind: 'seller', tenantId: '1' });
+        const retry = await seedDelivery(ctx.db, failing, { now: ctx.clock.now() });
+        await ctx.db.query(`UPDATE deliveries SET attempts = 1, next_attempt_at = next_attempt_at + interval '1 hour' WHERE id = $1`, [retry.id]);
+      }
+      const healthy = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url('/healthy'), tenantKind: 'seller', tenantId: '2' });
+      await ctx.db.transaction(async (tx) => {
+        await seedDelivery(tx, healthy, { now: ctx.clock.now() });
+        await tx.query(`SELECT pg_notify($1, '')`, [DELIVERY_CHANNEL]);
+      });
+      await waitFor(() => receiver.requests.length >= 1, { timeoutMs: 3000, message: 'the healthy webhook waited for the poll' });
+      assert.deepEqual(receiver.requests.map((request) => request.url), ['/healthy']);
+      // With nothing due anywhere the scan does not go on: no claim runs while nothing wakes the worker.
+      await sleep(200);
+      const idle = counted.claims();
+      await sleep(500);
+      assert.equal(counted.claims(), idle, 'claims ran with nothing due');
+    } finally {
+      await worker.stop();
+      await receiver.close();
+      await ctx.close();
+    }
+  });
+
   test('receivers that fail every fourth request: the retries are woken by their due time', async () => {
     const ctx = await createTestApp({ ...settings, DELIVERY_RETRY_SCHEDULE: '20ms,40ms,60ms,80ms,100ms,120ms,140ms,160ms', DELIVERY_RETRY_JITTER: '0' });
     const receiver = await Receiver.start();

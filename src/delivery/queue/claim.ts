@@ -37,9 +37,10 @@ export interface ClaimPosition {
 export interface Claim {
   deliveries: ClaimedDelivery[];
   /**
-   * Claim again soon: a lane this claim needed was held by another (free again in milliseconds), or
-   * it took rows and stopped before looking at every webhook. Not when it took nothing from the
-   * webhooks it looked at (all at their limits): the end of a send wakes the worker anyway.
+   * Claim again soon: a lane this claim needed was held by another (free again in milliseconds), it
+   * took rows and stopped before looking at every webhook, or its scan found nothing due and a due
+   * row lies beyond it. Not when it took nothing from the webhooks it looked at (all at their
+   * limits): the end of a send wakes the worker anyway.
    */
   more: boolean;
   /**
@@ -80,7 +81,7 @@ export async function claimDueDeliveries(db: Database, request: ClaimRequest): P
     position.webhookCursor = lanes.nextCursor;
     const skipped = lanes.contended || lanes.unvisited;
     const { now } = lanes;
-    if (lanes.webhookIds.length === 0) return { deliveries: [], more: lanes.contended, left: skipped, now };
+    if (lanes.webhookIds.length === 0) return { deliveries: [], more: lanes.contended || lanes.dueBeyond, left: skipped, now };
 
     const after = lanes.webhookIds.map((id) => position.streamCursors.get(id) ?? null);
     const read = await readDueStreams(tx, { now, webhookIds: lanes.webhookIds, after, perWebhookLimit: request.perWebhookLimit });

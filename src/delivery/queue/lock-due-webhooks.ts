@@ -31,6 +31,12 @@ export interface LockedWebhooks {
   contended: boolean;
   /** Webhooks with due work may be left that the scan did not reach (it stopped at its budget or at the limit). */
   unvisited: boolean;
+  /**
+   * The scan stopped at its budget without a due webhook, and a due row lies beyond it: the next
+   * claim, continuing after this scan, may find it. (Else a tenant's webhooks waiting for later
+   * retries could hold another's notification until the poll.)
+   */
+  dueBeyond: boolean;
 }
 
 /**
@@ -43,7 +49,7 @@ export interface LockedWebhooks {
  * further than needed.
  */
 export async function lockDueWebhooks(db: Queryable, options: { clockOffsetMs: number; cursor: number; scan: number; limit: number }): Promise<LockedWebhooks> {
-  const { rows } = await db.query<{ now: string; visited: number; last: number | null; due: number; locked: number[] }>(
+  const { rows } = await db.query<{ now: string; visited: number; last: number | null; due: number; due_beyond: boolean; locked: number[] }>(
     `WITH RECURSIVE after_cursor(webhook_id, depth) AS (
        (SELECT d.webhook_id, 1 FROM deliveries_queue d
          WHERE d.status = 'pending' AND d.webhook_id > $2 ORDER BY d.webhook_id LIMIT 1)
@@ -77,16 +83,23 @@ export async function lockDueWebhooks(db: Queryable, options: { clockOffsetMs: n
             (SELECT count(*)::int FROM visited) AS visited,
             (SELECT webhook_id FROM visited ORDER BY depth DESC LIMIT 1) AS last,
             (SELECT count(*)::int FROM due) AS due,
+            -- Only when the scan found nothing due at its budget: is the earliest waiting row due? One
+            -- probe of deliveries_due, as the ORDER BY asks (as EXISTS, on an empty table's statistics,
+            -- the planner chose a filtered scan of another index).
+            CASE WHEN (SELECT count(*) FROM visited) = $3 AND NOT EXISTS (SELECT 1 FROM due)
+                 THEN coalesce((SELECT d.next_attempt_at <= ${dbNow(1)} FROM deliveries_queue d
+                                 WHERE d.status = 'pending' ORDER BY d.next_attempt_at LIMIT 1), false)
+                 ELSE false END AS due_beyond,
             coalesce((SELECT array_agg(webhook_id) FROM (
               SELECT webhook_id FROM due WHERE pg_try_advisory_xact_lock(${LANE_LOCK_SPACE}, (webhook_id % ${LANES})::int) LIMIT $4
             ) l), '{}') AS locked`,
     [options.clockOffsetMs, options.cursor, options.scan, options.limit],
   );
-  const { now, visited, last, due, locked } = rows[0]!;
+  const { now, visited, last, due, due_beyond: dueBeyond, locked } = rows[0]!;
   const webhookIds = locked.map(Number);
   // Stopped at the limit: continue after the last webhook locked; at the scan's budget: after the
   // last visited; else every webhook was visited, and the next scan may start anywhere.
   const nextCursor = webhookIds.length === options.limit ? webhookIds.at(-1)! : visited === options.scan ? Number(last) : options.cursor;
   const contended = webhookIds.length < Math.min(due, options.limit);
-  return { now, webhookIds, nextCursor, contended, unvisited: webhookIds.length === options.limit || visited === options.scan };
+  return { now, webhookIds, nextCursor, contended, unvisited: webhookIds.length === options.limit || visited === options.scan, dueBeyond };
 }
