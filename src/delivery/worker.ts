@@ -263,8 +263,8 @@ class WorkerLoop {
   /**
    * Wakes the worker `waitMs` from now (and a little after, so that the row is due by then), unless
    * the timer already fires sooner (the round after it then looks for this one: nextDueOwed); past
-   * the poll interval, the poll does. A timer armed for a row
-   * that another worker took meanwhile costs one claim that finds nothing.
+   * the poll interval, the poll does. A timer armed for a row that another worker took meanwhile
+   * costs one claim that finds nothing.
    */
   private armDueTimer(waitMs: number): void {
     if (this.stopping || waitMs >= this.deps.config.DELIVERY_POLL_INTERVAL_MS) return;

@@ -65,7 +65,8 @@ export interface Claim {
  * 2. read-due-streams.ts: for those webhooks, their owners, streams (sellers) and due rows, and the
  *    live leases of all workers, read after the locks, so counting what the lanes' last claims took;
  * 3. fair-share.ts turns that into rows per (webhook, stream), and take-rows.ts takes them.
- * "Due" is due at the first statement's time in all three, so `left` is exact. The lanes are released at COMMIT. No lock is taken by every claim: workers claim in parallel.
+ * "Due" is due at the first statement's time in all three, so `left` is exact. The lanes are
+ * released at COMMIT. No lock is taken by every claim: workers claim in parallel.
  */
 export async function claimDueDeliveries(db: Database, request: ClaimRequest): Promise<Claim> {
   if (request.free <= 0) return { deliveries: [], more: false, left: true };
