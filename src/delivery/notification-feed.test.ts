@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { buildApp, type App } from '../app.js';
 import { insertWebhook, order, postEvent, sampleEvent, seedWorld, type World } from '../testing/events.js';
+import type { Database } from '../db/database.js';
 import { countedDatabase } from '../testing/counted-database.js';
 import { createTestApp, type TestContext } from '../testing/test-app.js';
 import { seedDelivery } from '../testing/deliveries.js';
@@ -184,7 +185,22 @@ describe('the notification feed', () => {
   });
 
   test('readers of one webhook share their settles: 50 pages at once take its row lock a few times, not 50', async () => {
-    const { db, counts } = countedDatabase(ctx.db);
+    const { db: counted, counts } = countedDatabase(ctx.db);
+    // The first settle is held for a second, as an intake holding the webhook's row lock would hold
+    // it, while the readers arrive: they arrive over the time each request's authentication takes,
+    // which on a loaded host outlasted a settle (7 settles in a CI run; the bound is for readers
+    // that arrive while one runs).
+    let held = false;
+    const db: Database = {
+      ...counted,
+      transaction: async (work) => {
+        if (!held) {
+          held = true;
+          await new Promise((resolve) => setTimeout(resolve, 1000));
+        }
+        return counted.transaction(work);
+      },
+    };
     const app = await buildApp({ config: ctx.config, db, keys: ctx.keys, clock: ctx.clock, logger: false });
     try {
       await send('ORD-S', 1);
