@@ -73,10 +73,14 @@ export async function lockDueWebhooks(db: Queryable, options: { clockOffsetMs: n
        UNION ALL
        SELECT webhook_id, depth FROM up_to_cursor WHERE webhook_id IS NOT NULL AND depth <= $3
      ),
+     -- Each webhook's earliest waiting row, one probe of deliveries_pending_webhook_due: a correlated
+     -- scalar subquery stays one. As EXISTS it became a semi join, and with the queue's statistics
+     -- stale the planner merged the visited webhooks with a scan of every due row (77 000 rows, 15 ms
+     -- of a claim in scenario 4; bench/results/history.md, "The due probe").
      due AS MATERIALIZED (
        SELECT v.webhook_id FROM visited v
-        WHERE EXISTS (SELECT 1 FROM deliveries_queue d
-                       WHERE d.webhook_id = v.webhook_id AND d.status = 'pending' AND d.next_attempt_at <= ${dbNow(1)})
+        WHERE (SELECT d.next_attempt_at FROM deliveries_queue d
+                WHERE d.webhook_id = v.webhook_id AND d.status = 'pending' ORDER BY d.next_attempt_at LIMIT 1) <= ${dbNow(1)}
         ORDER BY v.depth
      )
      SELECT ${dbNow(1)}::text AS now,
