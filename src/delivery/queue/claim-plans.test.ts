@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Queryable } from '../../db/database.js';
 import { createTestDatabase, type TestDatabase } from '../../testing/test-database.js';
 import { lockDueWebhooks } from './lock-due-webhooks.js';
+import { readDueStreams } from './read-due-streams.js';
 
 const WEBHOOKS = 5;
 const ROWS_PER_WEBHOOK = 4000;
@@ -74,8 +75,21 @@ describe('the claim’s plans with stale statistics', () => {
   });
 
   test('lock-due-webhooks visits each webhook with a probe, not its due rows', async () => {
-    const plan = await db.transaction((tx) => planOf(tx, (q) => lockDueWebhooks(q, { clockOffsetMs: 0, cursor: 0, scan: 200, limit: 100 })));
+    assertProbes(await db.transaction((tx) => planOf(tx, (q) => lockDueWebhooks(q, { clockOffsetMs: 0, cursor: 0, scan: 200, limit: 100 }))));
+  });
+
+  test('read-due-streams visits each webhook’s streams with a probe each, from the first or after a cursor', async () => {
+    await db.transaction(async (tx) => {
+      const { rows } = await tx.query<{ ids: number[]; now: string }>(`SELECT array_agg(id ORDER BY id) AS ids, now()::text AS now FROM webhooks`);
+      const { ids: webhookIds, now } = rows[0]!;
+      for (const after of [null, '0', '1']) {
+        assertProbes(await planOf(tx, (q) => readDueStreams(q, { now, webhookIds, after: webhookIds.map(() => after), perWebhookLimit: 10 })));
+      }
+    });
+  });
+
+  function assertProbes(plan: PlanNode): void {
     const most = busiest(plan);
     assert.ok(most.rows < 100, `a node handled ${most.rows} rows (${most.node}) for ${WEBHOOKS} webhooks with ${WEBHOOKS * ROWS_PER_WEBHOOK} due rows`);
-  });
+  }
 });

@@ -44,9 +44,8 @@ export interface DueStreams {
  * One statement, sent once the claim holds the webhooks' lanes, so that it sees every lease the
  * previous claim of those lanes committed: per locked webhook, its owner (if active) and up to
  * STREAMS_PER_CLAIM streams with waiting rows, after the webhook's cursor and then from the first
- * one up to it (null: from the first; a skip scan of deliveries_pending_stream_due, one probe per
- * stream; without the second part, a cursor past a webhook's last stream left it unserved for
- * good), each with its rows due by `now` (the claim's time, lock-due-webhooks.ts) counted up to
+ * one up to it (null: from the first; without the second part, a cursor past a webhook's last
+ * stream left it unserved for good), each with its rows due by `now` (the claim's time, lock-due-webhooks.ts) counted up to
  * `perWebhookLimit`; and the leases of all workers live at `now`, per webhook, tenant and worker,
  * and per stream on the locked webhooks.
  */
@@ -54,6 +53,11 @@ export async function readDueStreams(
   db: Queryable,
   options: { now: string; webhookIds: readonly number[]; after: readonly (string | null)[]; perWebhookLimit: number },
 ): Promise<DueStreams> {
+  // The streams by a skip scan of deliveries_pending_stream_due, one probe per stream: the next
+  // (webhook, stream) after the last in the index's order, kept while it is still this webhook's. A
+  // row comparison without `webhook_id =`: with the equality and no column statistics, the planner
+  // estimated one row per webhook and sorted all of the webhook's rows from deliveries_pending_webhook_due
+  // instead, three times per claim (claim-plans.test.ts).
   const { rows } = await db.query<DueStreams>(
     `WITH locked AS (
        SELECT * FROM unnest($2::bigint[], $3::text[]) AS l(webhook_id, after)
@@ -67,20 +71,27 @@ export async function readDueStreams(
          FROM locked l
         CROSS JOIN LATERAL (
           WITH RECURSIVE after_cursor(key, depth) AS (
-            (SELECT ${STREAM}, 1 FROM deliveries_queue d
-              WHERE d.webhook_id = l.webhook_id AND d.status = 'pending' AND (l.after IS NULL OR ${STREAM} > l.after) ORDER BY ${STREAM} LIMIT 1)
+            (SELECT CASE WHEN d.webhook_id = l.webhook_id THEN ${STREAM} END, 1 FROM deliveries_queue d
+              WHERE l.after IS NOT NULL AND d.status = 'pending' AND (d.webhook_id, ${STREAM}) > (l.webhook_id, l.after)
+              ORDER BY d.webhook_id, ${STREAM} LIMIT 1)
             UNION ALL
-            SELECT (SELECT ${STREAM} FROM deliveries_queue d
-                     WHERE d.webhook_id = l.webhook_id AND d.status = 'pending' AND ${STREAM} > k.key ORDER BY ${STREAM} LIMIT 1),
+            SELECT (SELECT CASE WHEN d.webhook_id = l.webhook_id THEN ${STREAM} END FROM deliveries_queue d
+                     WHERE d.status = 'pending' AND (d.webhook_id, ${STREAM}) > (l.webhook_id, k.key)
+                     ORDER BY d.webhook_id, ${STREAM} LIMIT 1),
                    k.depth + 1
               FROM after_cursor k WHERE k.key IS NOT NULL AND k.depth < ${STREAMS_PER_CLAIM}
           ),
           up_to_cursor(key, depth) AS (
-            (SELECT ${STREAM}, (SELECT count(key)::int FROM after_cursor) + 1 FROM deliveries_queue d
-              WHERE d.webhook_id = l.webhook_id AND d.status = 'pending' AND ${STREAM} <= l.after ORDER BY ${STREAM} LIMIT 1)
+            (SELECT CASE WHEN d.webhook_id = l.webhook_id AND (l.after IS NULL OR ${STREAM} <= l.after) THEN ${STREAM} END,
+                    (SELECT count(key)::int FROM after_cursor) + 1
+               FROM deliveries_queue d
+              WHERE d.status = 'pending' AND (d.webhook_id, ${STREAM}) >= (l.webhook_id, '')
+              ORDER BY d.webhook_id, ${STREAM} LIMIT 1)
             UNION ALL
-            SELECT (SELECT ${STREAM} FROM deliveries_queue d
-                     WHERE d.webhook_id = l.webhook_id AND d.status = 'pending' AND ${STREAM} > k.key AND ${STREAM} <= l.after ORDER BY ${STREAM} LIMIT 1),
+            SELECT (SELECT CASE WHEN d.webhook_id = l.webhook_id AND (l.after IS NULL OR ${STREAM} <= l.after) THEN ${STREAM} END
+                      FROM deliveries_queue d
+                     WHERE d.status = 'pending' AND (d.webhook_id, ${STREAM}) > (l.webhook_id, k.key)
+                     ORDER BY d.webhook_id, ${STREAM} LIMIT 1),
                    k.depth + 1
               FROM up_to_cursor k WHERE k.key IS NOT NULL AND k.depth < ${STREAMS_PER_CLAIM}
           )
