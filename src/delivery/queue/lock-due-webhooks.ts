@@ -74,9 +74,9 @@ export async function lockDueWebhooks(db: Queryable, options: { clockOffsetMs: n
        SELECT webhook_id, depth FROM up_to_cursor WHERE webhook_id IS NOT NULL AND depth <= $3
      ),
      -- Each webhook's earliest waiting row, one probe of deliveries_pending_webhook_due: a correlated
-     -- scalar subquery stays one. As EXISTS it became a semi join, and with the queue's statistics
-     -- stale the planner merged the visited webhooks with a scan of every due row (77 000 rows, 15 ms
-     -- of a claim in scenario 4; bench/results/history.md, "The due probe").
+     -- scalar subquery stays one. As EXISTS it became a semi join, and on a queue without column
+     -- statistics the planner fed it a scan of every due row (77 000 rows, 15 ms of a claim in
+     -- scenario 4; bench/results/history.md, "The claim without statistics"; claim-plans.test.ts).
      due AS MATERIALIZED (
        SELECT v.webhook_id FROM visited v
         WHERE (SELECT d.next_attempt_at FROM deliveries_queue d

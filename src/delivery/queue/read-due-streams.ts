@@ -44,20 +44,20 @@ export interface DueStreams {
  * One statement, sent once the claim holds the webhooks' lanes, so that it sees every lease the
  * previous claim of those lanes committed: per locked webhook, its owner (if active) and up to
  * STREAMS_PER_CLAIM streams with waiting rows, after the webhook's cursor and then from the first
- * one up to it (null: from the first; without the second part, a cursor past a webhook's last
- * stream left it unserved for good), each with its rows due by `now` (the claim's time, lock-due-webhooks.ts) counted up to
- * `perWebhookLimit`; and the leases of all workers live at `now`, per webhook, tenant and worker,
- * and per stream on the locked webhooks.
+ * one up to it (null: the second part is all of them; without it, a cursor past a webhook's last
+ * stream left it unserved for good), each with its rows due by `now` (the claim's time,
+ * lock-due-webhooks.ts) counted up to `perWebhookLimit`; and the leases of all workers live at
+ * `now`, per webhook, tenant and worker, and per stream on the locked webhooks.
  */
 export async function readDueStreams(
   db: Queryable,
   options: { now: string; webhookIds: readonly number[]; after: readonly (string | null)[]; perWebhookLimit: number },
 ): Promise<DueStreams> {
   // The streams by a skip scan of deliveries_pending_stream_due, one probe per stream: the next
-  // (webhook, stream) after the last in the index's order, kept while it is still this webhook's. A
-  // row comparison without `webhook_id =`: with the equality and no column statistics, the planner
-  // estimated one row per webhook and sorted all of the webhook's rows from deliveries_pending_webhook_due
-  // instead, three times per claim (claim-plans.test.ts).
+  // (webhook, stream) after the last in the index's order, kept while it is still this webhook's (and,
+  // in the second part, not past the cursor). A row comparison without `webhook_id =`: with the
+  // equality and no column statistics, the planner estimated one row per webhook and sorted all of
+  // its rows from deliveries_pending_webhook_due instead, three times per claim (claim-plans.test.ts).
   const { rows } = await db.query<DueStreams>(
     `WITH locked AS (
        SELECT * FROM unnest($2::bigint[], $3::text[]) AS l(webhook_id, after)
