@@ -53,6 +53,9 @@ function nodeArgs(): string[] {
 }
 
 /** The real service, `node dist/src/main.js serve`, as a separate process. */
+/** The service could not listen: a port found free was taken meanwhile. */
+class PortTakenError extends Error {}
+
 export class Service {
   /** Wall time between spawn() and the first /readyz 200. */
   readyAfterMs: number | undefined;
@@ -88,7 +91,22 @@ export class Service {
     return this.child.pid!;
   }
 
+  /**
+   * Starts a service on free ports. A port found free can be taken before the service binds it (an
+   * outgoing connection of the load gets it as its local port: both come from the ephemeral range);
+   * the service then exits at once, and it is started again on other ports.
+   */
   static async start(db: BenchDatabase, options: { role?: 'all' | 'api' | 'worker'; env?: Record<string, string> } = {}): Promise<Service> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await Service.startOnce(db, options);
+      } catch (error) {
+        if (attempt >= 3 || !(error instanceof PortTakenError)) throw error;
+      }
+    }
+  }
+
+  private static async startOnce(db: BenchDatabase, options: { role?: 'all' | 'api' | 'worker'; env?: Record<string, string> }): Promise<Service> {
     const role = options.role ?? 'all';
     const port = await freePort();
     const metricsPort = await freePort();
@@ -113,7 +131,11 @@ export class Service {
   private async waitReady(baseUrl: string, timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
-      if (this.exited) throw new Error(`the service exited during start-up (${this.exitStatus}); its log:\n${this.logTail()}`);
+      if (this.exited) {
+        const log = this.logTail();
+        const message = `the service exited during start-up (${this.exitStatus}); its log:\n${log}`;
+        throw /the port is already in use/.test(log) ? new PortTakenError(message) : new Error(message);
+      }
       try {
         const { statusCode, body } = await request(`${baseUrl}/readyz`);
         await body.dump();
