@@ -2,8 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Queryable } from '../../db/database.js';
 import { createTestDatabase, type TestDatabase } from '../../testing/test-database.js';
+import { CLAIM_SETTINGS } from './claim.js';
 import { lockDueWebhooks } from './lock-due-webhooks.js';
 import { readDueStreams } from './read-due-streams.js';
+import { takeRows } from './take-rows.js';
 
 const WEBHOOKS = 5;
 const ROWS_PER_WEBHOOK = 4000;
@@ -22,14 +24,35 @@ function busiest(node: PlanNode): { rows: number; node: string } {
   return (node.Plans ?? []).map(busiest).reduce((a, b) => (b.rows > a.rows ? b : a), own);
 }
 
-/** Runs the statement `run` sends under EXPLAIN ANALYZE instead, and returns its plan. */
-async function planOf(db: Queryable, run: (db: Queryable) => Promise<unknown>): Promise<PlanNode> {
+type Planning = 'custom' | 'generic';
+
+/** A value as an SQL literal of unknown type, which PostgreSQL casts to the parameter's type. */
+function literal(value: unknown): string {
+  if (value === null || value === undefined) return 'NULL';
+  const text = Array.isArray(value)
+    ? `{${value.map((element) => (element === null ? 'NULL' : `"${String(element).replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`)).join(',')}}`
+    : String(value);
+  return `'${text.replaceAll("'", "''")}'`;
+}
+
+/**
+ * Runs the statement `run` sends under EXPLAIN ANALYZE instead, and returns its plan: planned for its
+ * values (custom), or prepared and planned once for any values (generic), as the claim runs it.
+ */
+async function planOf(db: Queryable, planning: Planning, run: (db: Queryable) => Promise<unknown>): Promise<PlanNode> {
   let plan: PlanNode | undefined;
+  await db.exec(CLAIM_SETTINGS);
   await run({
     exec: (sql) => db.exec(sql),
-    query: async (sql, params) => {
-      const { rows } = await db.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params);
-      plan = rows[0]!['QUERY PLAN'][0].Plan;
+    query: async (sql, params = []) => {
+      if (planning === 'custom') plan = (await db.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params)).rows[0]!['QUERY PLAN'][0].Plan;
+      else {
+        await db.exec(`SET LOCAL plan_cache_mode = force_generic_plan; DEALLOCATE ALL`);
+        await db.query(`PREPARE claim_statement AS ${sql}`);
+        // EXECUTE takes its values as SQL text (a utility statement has no parameters of its own).
+        plan = (await db.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claim_statement(${params.map(literal).join(', ')})`)).rows[0]!['QUERY PLAN'][0].Plan;
+        await db.exec(`DEALLOCATE claim_statement; SET LOCAL plan_cache_mode = auto`);
+      }
       // What the caller expects back (lock-due-webhooks reads one row): run it for real too.
       return db.query(sql, params);
     },
@@ -74,19 +97,39 @@ describe('the claim’s plans with stale statistics', () => {
     await db.close();
   });
 
-  test('lock-due-webhooks visits each webhook with a probe, not its due rows', async () => {
-    assertProbes(await db.transaction((tx) => planOf(tx, (q) => lockDueWebhooks(q, { clockOffsetMs: 0, cursor: 0, scan: 200, limit: 100 }))));
-  });
-
-  test('read-due-streams visits each webhook’s streams with a probe each, from the first or after a cursor', async () => {
-    await db.transaction(async (tx) => {
-      const { rows } = await tx.query<{ ids: number[]; now: string }>(`SELECT array_agg(id ORDER BY id) AS ids, now()::text AS now FROM webhooks`);
-      const { ids: webhookIds, now } = rows[0]!;
-      for (const after of [null, '0', '1']) {
-        assertProbes(await planOf(tx, (q) => readDueStreams(q, { now, webhookIds, after: webhookIds.map(() => after), perWebhookLimit: 10 })));
-      }
+  for (const planning of ['custom', 'generic'] as const) {
+    test(`lock-due-webhooks visits each webhook with a probe, not its due rows (${planning} plan)`, async () => {
+      assertProbes(await db.transaction((tx) => planOf(tx, planning, (q) => lockDueWebhooks(q, { clockOffsetMs: 0, cursor: 0, scan: 200, limit: 100 }))));
     });
-  });
+
+    test(`read-due-streams visits each webhook’s streams with a probe each, from the first or after a cursor (${planning} plan)`, async () => {
+      await db.transaction(async (tx) => {
+        const { webhookIds, now } = await dueWebhooks(tx);
+        for (const after of [null, '0', '1']) {
+          assertProbes(await planOf(tx, planning, (q) => readDueStreams(q, { now, webhookIds, after: webhookIds.map(() => after), perWebhookLimit: 10 })));
+        }
+      });
+    });
+
+    test(`take-rows finds each quota’s rows with probes (${planning} plan)`, async () => {
+      // Rolled back: the rows taken would count as leases in the next read.
+      const rolledBack = new Error('rolled back');
+      await assert.rejects(
+        db.transaction(async (tx) => {
+          const { webhookIds, now } = await dueWebhooks(tx);
+          const quotas = webhookIds.map((webhookId) => ({ webhookId, key: '1', n: 10 }));
+          assertProbes(await planOf(tx, planning, (q) => takeRows(q, { now, workerId: 'plans', leaseSeconds: 60, quotas })));
+          throw rolledBack;
+        }),
+        (error) => error === rolledBack,
+      );
+    });
+  }
+
+  async function dueWebhooks(tx: Queryable): Promise<{ webhookIds: number[]; now: string }> {
+    const { rows } = await tx.query<{ ids: number[]; now: string }>(`SELECT array_agg(id ORDER BY id) AS ids, now()::text AS now FROM webhooks`);
+    return { webhookIds: rows[0]!.ids, now: rows[0]!.now };
+  }
 
   function assertProbes(plan: PlanNode): void {
     const most = busiest(plan);

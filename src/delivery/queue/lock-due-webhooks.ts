@@ -98,6 +98,7 @@ export async function lockDueWebhooks(db: Queryable, options: { clockOffsetMs: n
               SELECT webhook_id FROM due WHERE pg_try_advisory_xact_lock(${LANE_LOCK_SPACE}, (webhook_id % ${LANES})::int) LIMIT $4
             ) l), '{}') AS locked`,
     [options.clockOffsetMs, options.cursor, options.scan, options.limit],
+    { prepare: true },
   );
   const { now, visited, last, due, due_beyond: dueBeyond, locked } = rows[0]!;
   const webhookIds = locked.map(Number);

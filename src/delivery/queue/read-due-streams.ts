@@ -112,6 +112,7 @@ export async function readDueStreams(
             (SELECT coalesce(json_agg(json_build_object('webhook_id', s.webhook_id, 'key', s.key, 'due', s.due) ORDER BY s.webhook_id, s.depth), '[]') FROM streams s) AS streams,
             (SELECT coalesce(json_agg(l), '[]') FROM leases l) AS leases`,
     [options.now, options.webhookIds, options.after, options.perWebhookLimit],
+    { prepare: true },
   );
   return rows[0]!;
 }
