@@ -14,17 +14,56 @@ interface PlanNode {
   'Node Type': string;
   'Actual Rows': number;
   'Actual Loops': number;
+  /** Per loop, as Actual Rows. */
+  'Rows Removed by Filter'?: number;
+  'Rows Removed by Join Filter'?: number;
   'Index Name'?: string;
   Plans?: PlanNode[];
 }
 
-/** The plan node that handled the most rows (rows × loops), anywhere in the tree. */
+/** The plan node that read the most rows (returned, or read and dropped by a filter; times its loops), anywhere in the tree. */
 function busiest(node: PlanNode): { rows: number; node: string } {
-  const own = { rows: node['Actual Rows'] * node['Actual Loops'], node: `${node['Node Type']}${node['Index Name'] ? ` on ${node['Index Name']}` : ''}` };
+  const read = node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Join Filter'] ?? 0);
+  const own = { rows: read * node['Actual Loops'], node: `${node['Node Type']}${node['Index Name'] ? ` on ${node['Index Name']}` : ''}` };
   return (node.Plans ?? []).map(busiest).reduce((a, b) => (b.rows > a.rows ? b : a), own);
 }
 
-type Planning = 'custom' | 'generic';
+interface Statement {
+  name: string;
+  sql: string;
+  params: readonly unknown[];
+  /** Sent prepared: the claim runs it with a generic plan (claim.ts). */
+  prepared: boolean;
+}
+
+/** The claim's statements as a claim on every webhook sends them: the lanes, the streams (from the first, and after two cursors), the take. */
+async function claimStatements(tx: Queryable): Promise<Statement[]> {
+  const { rows } = await tx.query<{ ids: number[]; now: string }>(`SELECT array_agg(id ORDER BY id) AS ids, now()::text AS now FROM webhooks`);
+  const { ids: webhookIds, now } = rows[0]!;
+  const statements: Statement[] = [];
+  const record = (name: string): Queryable => ({
+    exec: () => Promise.reject(new Error('not a claim statement')),
+    query: async (sql, params = [], options = {}) => {
+      statements.push({ name, sql, params, prepared: options.prepare === true });
+      // What the caller reads back (lock-due-webhooks reads one row).
+      return { rows: [{ now, visited: 0, last: null, due: 0, due_beyond: false, locked: [] }] as never[], rowCount: 1 };
+    },
+  });
+  await lockDueWebhooks(record('lock-due-webhooks'), { clockOffsetMs: 0, cursor: 0, scan: 200, limit: 100 });
+  for (const after of [null, '0', '1']) {
+    await readDueStreams(record(`read-due-streams after ${after}`), { now, webhookIds, after: webhookIds.map(() => after), perWebhookLimit: 10 });
+  }
+  const quotas = webhookIds.map((webhookId) => ({ webhookId, key: '1', n: 10 }));
+  await takeRows(record('take-rows'), { now, workerId: 'plans', leaseSeconds: 60, quotas });
+  return statements;
+}
+
+/** The claim's statements that it sends prepared: the lanes and the streams (the take is planned at every claim). */
+async function preparedStatements(tx: Queryable): Promise<Statement[]> {
+  const prepared = (await claimStatements(tx)).filter((statement) => statement.prepared);
+  assert.ok(prepared.length > 0);
+  return prepared;
+}
 
 /** A value as an SQL literal of unknown type, which PostgreSQL casts to the parameter's type. */
 function literal(value: unknown): string {
@@ -35,29 +74,57 @@ function literal(value: unknown): string {
   return `'${text.replaceAll("'", "''")}'`;
 }
 
-/**
- * Runs the statement `run` sends under EXPLAIN ANALYZE instead, and returns its plan: planned for its
- * values (custom), or prepared and planned once for any values (generic), as the claim runs it.
- */
-async function planOf(db: Queryable, planning: Planning, run: (db: Queryable) => Promise<unknown>): Promise<PlanNode> {
-  let plan: PlanNode | undefined;
-  await db.exec(CLAIM_SETTINGS);
-  await run({
-    exec: (sql) => db.exec(sql),
-    query: async (sql, params = []) => {
-      if (planning === 'custom') plan = (await db.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params)).rows[0]!['QUERY PLAN'][0].Plan;
-      else {
-        await db.exec(`SET LOCAL plan_cache_mode = force_generic_plan; DEALLOCATE ALL`);
-        await db.query(`PREPARE claim_statement AS ${sql}`);
-        // EXECUTE takes its values as SQL text (a utility statement has no parameters of its own).
-        plan = (await db.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claim_statement(${params.map(literal).join(', ')})`)).rows[0]!['QUERY PLAN'][0].Plan;
-        await db.exec(`DEALLOCATE claim_statement; SET LOCAL plan_cache_mode = auto`);
-      }
-      // What the caller expects back (lock-due-webhooks reads one row): run it for real too.
-      return db.query(sql, params);
+/** EXECUTE of a prepared statement, its values written in (a utility statement takes no parameters). */
+const execute = (name: string, params: readonly unknown[]) => `EXECUTE ${name}(${params.map(literal).join(', ')})`;
+
+async function explain(tx: Queryable, sql: string, params: readonly unknown[] = []): Promise<PlanNode> {
+  const { rows } = await tx.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params);
+  return rows[0]!['QUERY PLAN'][0].Plan;
+}
+
+/** Runs `work` in a transaction that is then rolled back: the rows a take leases stay pending for the next test. */
+async function rolledBack(db: TestDatabase, work: (tx: Queryable) => Promise<void>): Promise<void> {
+  const undo = new Error('rolled back');
+  await assert.rejects(
+    db.transaction(async (tx) => {
+      await tx.exec(CLAIM_SETTINGS);
+      await work(tx);
+      throw undo;
+    }),
+    (error) => {
+      if (error !== undo) throw error;
+      return true;
     },
-  });
-  return plan!;
+  );
+}
+
+async function seedWebhooks(db: TestDatabase): Promise<void> {
+  await db.query(`INSERT INTO marketplaces (code, name) VALUES ('plans', 'Plans')`);
+  await db.query(
+    `INSERT INTO webhooks (tenant_kind, tenant_id, marketplace_code, code, name, topic, callback_url, secret_encrypted)
+     SELECT 'seller', i::text, 'plans', 'w' || i, 'w', 'order/create', 'http://127.0.0.1:9/', 'x' FROM generate_series(1, $1::int) i`,
+    [WEBHOOKS],
+  );
+}
+
+/** Rows due a minute ago, spread over the webhooks, one seller (stream) '1', each its own entity. */
+async function seedDueRows(db: Queryable, from: number, count: number): Promise<void> {
+  await db.query(
+    `WITH e AS (
+       INSERT INTO events (event_id, marketplace_code, topic, seller_id, entity_id, body, delivery_count, request_hash, created_at)
+       SELECT 'e' || n, 'plans', 'order/create', 1, n::text, '{}'::json, 1, 'x', now() FROM generate_series($1::int, $1::int + $2::int - 1) n
+       RETURNING id
+     )
+     INSERT INTO deliveries (event_id, webhook_id, entity_key, message_id, status, next_attempt_at, created_at, updated_at, sequence)
+     SELECT e.id, w.first + e.id % $3, 'plans:1:' || e.id, 'msg_' || e.id, 'pending', now() - interval '1 minute', now(), now(), 1
+       FROM e, (SELECT min(id) AS first FROM webhooks) w`,
+    [from, count, WEBHOOKS],
+  );
+}
+
+function assertProbes(statement: Statement, plan: PlanNode): void {
+  const most = busiest(plan);
+  assert.ok(most.rows < 100, `${statement.name}: a node read ${most.rows} rows (${most.node}) for ${WEBHOOKS} webhooks with ${WEBHOOKS * ROWS_PER_WEBHOOK} due rows`);
 }
 
 /**
@@ -66,73 +133,66 @@ async function planOf(db: Queryable, planning: Planning, run: (db: Queryable) =>
  * anywhere the first minute after a burst. The claim's statements must stay probes whatever the
  * planner believes, so that their cost follows the webhooks visited, not the rows waiting. Scenario 4
  * found the due check of lock-due-webhooks planned as a join reading every due row: 7–11 ms a claim
- * instead of 0.4.
+ * instead of 0.4. They run prepared with a generic plan (claim.ts), kept until something invalidates
+ * it (the worker's VACUUM of the queue): a plan made while the queue was short must stay a probe when
+ * it is long. Scenario 10 found the take's UPDATE reading all 14 000 waiting rows of a partial index
+ * that way.
  */
 describe('the claim’s plans with stale statistics', () => {
   let db: TestDatabase;
   before(async () => {
     db = await createTestDatabase();
-    await db.query(`INSERT INTO marketplaces (code, name) VALUES ('plans', 'Plans')`);
-    await db.query(
-      `INSERT INTO webhooks (tenant_kind, tenant_id, marketplace_code, code, name, topic, callback_url, secret_encrypted)
-       SELECT 'seller', i::text, 'plans', 'w' || i, 'w', 'order/create', 'http://127.0.0.1:9/', 'x' FROM generate_series(1, $1::int) i`,
-      [WEBHOOKS],
-    );
-    // A queue never analyzed (autovacuum has not got to it), vacuumed as the worker does (vacuum.ts):
-    // the planner knows how many rows there are, not how many are due.
-    await db.query(
-      `WITH e AS (
-         INSERT INTO events (event_id, marketplace_code, topic, seller_id, entity_id, body, delivery_count, request_hash, created_at)
-         SELECT 'e' || n, 'plans', 'order/create', 1, n::text, '{}'::json, 1, 'x', now() FROM generate_series(1, $1::int) n
-         RETURNING id
-       )
-       INSERT INTO deliveries (event_id, webhook_id, entity_key, message_id, status, next_attempt_at, created_at, updated_at, sequence)
-       SELECT e.id, w.first + e.id % $2, 'plans:1:' || e.id, 'msg_' || e.id, 'pending', now() - interval '1 minute', now(), now(), 1
-         FROM e, (SELECT min(id) AS first FROM webhooks) w`,
-      [WEBHOOKS * ROWS_PER_WEBHOOK, WEBHOOKS],
-    );
+    await seedWebhooks(db);
+    // A queue never analyzed, vacuumed as the worker does (vacuum.ts): the planner knows how many rows
+    // there are, not how many are due.
+    await seedDueRows(db, 1, WEBHOOKS * ROWS_PER_WEBHOOK);
     await db.exec(`VACUUM deliveries_queue`);
   });
   after(async () => {
     await db.close();
   });
 
-  for (const planning of ['custom', 'generic'] as const) {
-    test(`lock-due-webhooks visits each webhook with a probe, not its due rows (${planning} plan)`, async () => {
-      assertProbes(await db.transaction((tx) => planOf(tx, planning, (q) => lockDueWebhooks(q, { clockOffsetMs: 0, cursor: 0, scan: 200, limit: 100 }))));
+  test('each statement probes per webhook and stream, planned for its values', async () => {
+    await rolledBack(db, async (tx) => {
+      for (const statement of await claimStatements(tx)) assertProbes(statement, await explain(tx, statement.sql, statement.params));
     });
+  });
 
-    test(`read-due-streams visits each webhook’s streams with a probe each, from the first or after a cursor (${planning} plan)`, async () => {
-      await db.transaction(async (tx) => {
-        const { webhookIds, now } = await dueWebhooks(tx);
-        for (const after of [null, '0', '1']) {
-          assertProbes(await planOf(tx, planning, (q) => readDueStreams(q, { now, webhookIds, after: webhookIds.map(() => after), perWebhookLimit: 10 })));
-        }
-      });
+  test('each prepared statement probes per webhook and stream, with a generic plan', async () => {
+    await rolledBack(db, async (tx) => {
+      await tx.exec(`SET LOCAL plan_cache_mode = force_generic_plan`);
+      for (const [i, statement] of (await preparedStatements(tx)).entries()) {
+        await tx.query(`PREPARE claim_${i} AS ${statement.sql}`);
+        assertProbes(statement, await explain(tx, execute(`claim_${i}`, statement.params)));
+      }
     });
+  });
+});
 
-    test(`take-rows finds each quota’s rows with probes (${planning} plan)`, async () => {
-      // Rolled back: the rows taken would count as leases in the next read.
-      const rolledBack = new Error('rolled back');
-      await assert.rejects(
-        db.transaction(async (tx) => {
-          const { webhookIds, now } = await dueWebhooks(tx);
-          const quotas = webhookIds.map((webhookId) => ({ webhookId, key: '1', n: 10 }));
-          assertProbes(await planOf(tx, planning, (q) => takeRows(q, { now, workerId: 'plans', leaseSeconds: 60, quotas })));
-          throw rolledBack;
-        }),
-        (error) => error === rolledBack,
-      );
+describe('the claim’s generic plans, made on a short queue and run on a long one', () => {
+  let db: TestDatabase;
+  before(async () => {
+    db = await createTestDatabase();
+    await seedWebhooks(db);
+    await seedDueRows(db, 1, WEBHOOKS);
+    await db.exec(`VACUUM deliveries_queue`);
+  });
+  after(async () => {
+    await db.close();
+  });
+
+  test('each prepared statement still probes per webhook and stream', async () => {
+    await rolledBack(db, async (tx) => {
+      await tx.exec(`SET LOCAL plan_cache_mode = force_generic_plan`);
+      const statements = await preparedStatements(tx);
+      // Planned now, on one row a webhook (EXPLAIN EXECUTE makes the plan and keeps it)…
+      for (const [i, statement] of statements.entries()) {
+        await tx.query(`PREPARE claim_${i} AS ${statement.sql}`);
+        await tx.query(`EXPLAIN ${execute(`claim_${i}`, statement.params)}`);
+      }
+      // …and run once the queue is long: nothing has made the plans again.
+      await seedDueRows(tx, WEBHOOKS + 1, WEBHOOKS * ROWS_PER_WEBHOOK);
+      for (const [i, statement] of statements.entries()) assertProbes(statement, await explain(tx, execute(`claim_${i}`, statement.params)));
     });
-  }
-
-  async function dueWebhooks(tx: Queryable): Promise<{ webhookIds: number[]; now: string }> {
-    const { rows } = await tx.query<{ ids: number[]; now: string }>(`SELECT array_agg(id ORDER BY id) AS ids, now()::text AS now FROM webhooks`);
-    return { webhookIds: rows[0]!.ids, now: rows[0]!.now };
-  }
-
-  function assertProbes(plan: PlanNode): void {
-    const most = busiest(plan);
-    assert.ok(most.rows < 100, `a node handled ${most.rows} rows (${most.node}) for ${WEBHOOKS} webhooks with ${WEBHOOKS * ROWS_PER_WEBHOOK} due rows`);
-  }
+  });
 });

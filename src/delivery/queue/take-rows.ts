@@ -80,7 +80,6 @@ export async function takeRows(
       LEFT JOIN LATERAL (SELECT ev.body::text AS body, ev.trace_context FROM events ev WHERE ev.id = t.event_id OFFSET 0) e ON true
       ORDER BY t.id`,
     [options.now, quotas.map((q) => q.webhookId), quotas.map((q) => q.key), quotas.map((q) => q.n), options.workerId, options.leaseSeconds],
-    { prepare: true },
   );
   return rows;
 }
