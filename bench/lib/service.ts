@@ -52,10 +52,10 @@ function nodeArgs(): string[] {
   return [...PLAZA_NODE_FLAGS, ...(process.env.BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean)];
 }
 
-/** The real service, `node dist/src/main.js serve`, as a separate process. */
 /** The service could not listen: a port found free was taken meanwhile. */
 class PortTakenError extends Error {}
 
+/** The real service, `node dist/src/main.js serve`, as a separate process. */
 export class Service {
   /** Wall time between spawn() and the first /readyz 200. */
   readyAfterMs: number | undefined;
