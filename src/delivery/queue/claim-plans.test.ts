@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
 import type { Queryable } from '../../db/database.js';
 import { createTestDatabase, type TestDatabase } from '../../testing/test-database.js';
 import { CLAIM_SETTINGS } from './claim.js';
@@ -65,13 +66,13 @@ async function preparedStatements(tx: Queryable): Promise<Statement[]> {
   return prepared;
 }
 
-/** A value as an SQL literal of unknown type, which PostgreSQL casts to the parameter's type. */
+/** A value as an SQL literal of unknown type (quoted by the driver), which PostgreSQL casts to the parameter's type. */
 function literal(value: unknown): string {
   if (value === null || value === undefined) return 'NULL';
   const text = Array.isArray(value)
     ? `{${value.map((element) => (element === null ? 'NULL' : `"${String(element).replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`)).join(',')}}`
     : String(value);
-  return `'${text.replaceAll("'", "''")}'`;
+  return pg.escapeLiteral(text);
 }
 
 /** EXECUTE of a prepared statement, its values written in (a utility statement takes no parameters). */
@@ -136,7 +137,8 @@ function assertProbes(statement: Statement, plan: PlanNode): void {
  * instead of 0.4. They run prepared with a generic plan (claim.ts), kept until something invalidates
  * it (the worker's VACUUM of the queue): a plan made while the queue was short must stay a probe when
  * it is long. Scenario 10 found the take's UPDATE reading all 14 000 waiting rows of a partial index
- * that way.
+ * that way, which is why the take is planned at every claim and only the lanes and streams are
+ * checked here with a generic plan.
  */
 describe('the claim’s plans with stale statistics', () => {
   let db: TestDatabase;
