@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
 import type { Queryable } from '../../db/database.js';
+import { busiest, execute, explain, recordingQueryable, rolledBack, type PlanNode, type RecordedStatement } from '../../testing/query-plans.js';
 import { createTestDatabase, type TestDatabase } from '../../testing/test-database.js';
 import { CLAIM_SETTINGS } from './claim.js';
 import { lockDueWebhooks } from './lock-due-webhooks.js';
@@ -11,45 +11,13 @@ import { takeRows } from './take-rows.js';
 const WEBHOOKS = 5;
 const ROWS_PER_WEBHOOK = 4000;
 
-interface PlanNode {
-  'Node Type': string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  /** Per loop, as Actual Rows. */
-  'Rows Removed by Filter'?: number;
-  'Rows Removed by Join Filter'?: number;
-  'Index Name'?: string;
-  Plans?: PlanNode[];
-}
-
-/** The plan node that read the most rows (returned, or read and dropped by a filter; times its loops), anywhere in the tree. */
-function busiest(node: PlanNode): { rows: number; node: string } {
-  const read = node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Join Filter'] ?? 0);
-  const own = { rows: read * node['Actual Loops'], node: `${node['Node Type']}${node['Index Name'] ? ` on ${node['Index Name']}` : ''}` };
-  return (node.Plans ?? []).map(busiest).reduce((a, b) => (b.rows > a.rows ? b : a), own);
-}
-
-interface Statement {
-  name: string;
-  sql: string;
-  params: readonly unknown[];
-  /** Sent prepared: the claim runs it with a generic plan (claim.ts). */
-  prepared: boolean;
-}
-
 /** The claim's statements as a claim on every webhook sends them: the lanes, the streams (from the first, and after two cursors), the take. */
-async function claimStatements(tx: Queryable): Promise<Statement[]> {
+async function claimStatements(tx: Queryable): Promise<RecordedStatement[]> {
   const { rows } = await tx.query<{ ids: number[]; now: string }>(`SELECT array_agg(id ORDER BY id) AS ids, now()::text AS now FROM webhooks`);
   const { ids: webhookIds, now } = rows[0]!;
-  const statements: Statement[] = [];
-  const record = (name: string): Queryable => ({
-    exec: () => Promise.reject(new Error('not a claim statement')),
-    query: async (sql, params = [], options = {}) => {
-      statements.push({ name, sql, params, prepared: options.prepare === true });
-      // What the caller reads back (lock-due-webhooks reads one row).
-      return { rows: [{ now, visited: 0, last: null, due: 0, due_beyond: false, locked: [] }] as never[], rowCount: 1 };
-    },
-  });
+  const statements: RecordedStatement[] = [];
+  // What the caller reads back (lock-due-webhooks reads one row).
+  const record = (name: string) => recordingQueryable(statements, name, () => ({ rows: [{ now, visited: 0, last: null, due: 0, due_beyond: false, locked: [] }], rowCount: 1 }));
   await lockDueWebhooks(record('lock-due-webhooks'), { clockOffsetMs: 0, cursor: 0, scan: 200, limit: 100 });
   for (const after of [null, '0', '1']) {
     await readDueStreams(record(`read-due-streams after ${after}`), { now, webhookIds, after: webhookIds.map(() => after), perWebhookLimit: 10 });
@@ -60,44 +28,14 @@ async function claimStatements(tx: Queryable): Promise<Statement[]> {
 }
 
 /** The claim's statements that it sends prepared: the lanes and the streams (the take is planned at every claim). */
-async function preparedStatements(tx: Queryable): Promise<Statement[]> {
+async function preparedStatements(tx: Queryable): Promise<RecordedStatement[]> {
   const prepared = (await claimStatements(tx)).filter((statement) => statement.prepared);
   assert.ok(prepared.length > 0);
   return prepared;
 }
 
-/** A value as an SQL literal of unknown type (quoted by the driver), which PostgreSQL casts to the parameter's type. */
-function literal(value: unknown): string {
-  if (value === null || value === undefined) return 'NULL';
-  const text = Array.isArray(value)
-    ? `{${value.map((element) => (element === null ? 'NULL' : `"${String(element).replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`)).join(',')}}`
-    : String(value);
-  return pg.escapeLiteral(text);
-}
-
-/** EXECUTE of a prepared statement, its values written in (a utility statement takes no parameters). */
-const execute = (name: string, params: readonly unknown[]) => `EXECUTE ${name}(${params.map(literal).join(', ')})`;
-
-async function explain(tx: Queryable, sql: string, params: readonly unknown[] = []): Promise<PlanNode> {
-  const { rows } = await tx.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params);
-  return rows[0]!['QUERY PLAN'][0].Plan;
-}
-
-/** Runs `work` in a transaction that is then rolled back: the rows a take leases stay pending for the next test. */
-async function rolledBack(db: TestDatabase, work: (tx: Queryable) => Promise<void>): Promise<void> {
-  const undo = new Error('rolled back');
-  await assert.rejects(
-    db.transaction(async (tx) => {
-      await tx.exec(CLAIM_SETTINGS);
-      await work(tx);
-      throw undo;
-    }),
-    (error) => {
-      if (error !== undo) throw error;
-      return true;
-    },
-  );
-}
+/** In a transaction rolled back, with the claim's settings: the rows a take leases stay pending for the next test. */
+const claimRolledBack = (db: TestDatabase, work: (tx: Queryable) => Promise<void>) => rolledBack(db, work, CLAIM_SETTINGS);
 
 async function seedWebhooks(db: TestDatabase): Promise<void> {
   await db.query(`INSERT INTO marketplaces (code, name) VALUES ('plans', 'Plans')`);
@@ -123,7 +61,7 @@ async function seedDueRows(db: Queryable, from: number, count: number): Promise<
   );
 }
 
-function assertProbes(statement: Statement, plan: PlanNode): void {
+function assertProbes(statement: RecordedStatement, plan: PlanNode): void {
   const most = busiest(plan);
   assert.ok(most.rows < 100, `${statement.name}: a node read ${most.rows} rows (${most.node}) for ${WEBHOOKS} webhooks with ${WEBHOOKS * ROWS_PER_WEBHOOK} due rows`);
 }
@@ -155,13 +93,13 @@ describe('the claim’s plans with stale statistics', () => {
   });
 
   test('each statement probes per webhook and stream, planned for its values', async () => {
-    await rolledBack(db, async (tx) => {
+    await claimRolledBack(db, async (tx) => {
       for (const statement of await claimStatements(tx)) assertProbes(statement, await explain(tx, statement.sql, statement.params));
     });
   });
 
   test('each prepared statement probes per webhook and stream, with a generic plan', async () => {
-    await rolledBack(db, async (tx) => {
+    await claimRolledBack(db, async (tx) => {
       await tx.exec(`SET LOCAL plan_cache_mode = force_generic_plan`);
       for (const [i, statement] of (await preparedStatements(tx)).entries()) {
         await tx.query(`PREPARE claim_${i} AS ${statement.sql}`);
@@ -184,7 +122,7 @@ describe('the claim’s generic plans, made on a short queue and run on a long o
   });
 
   test('each prepared statement still probes per webhook and stream', async () => {
-    await rolledBack(db, async (tx) => {
+    await claimRolledBack(db, async (tx) => {
       await tx.exec(`SET LOCAL plan_cache_mode = force_generic_plan`);
       const statements = await preparedStatements(tx);
       // Planned now, on one row a webhook (EXPLAIN EXECUTE makes the plan and keeps it)…
