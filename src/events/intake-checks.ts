@@ -55,6 +55,7 @@ export async function readIntakeChecks(db: Queryable, principal: Principal, mark
       marketplaceCode, event.seller_id, event.marketplace_connection_id ?? null, eventId, principal.role, principal.sellerId, principal.marketplaceCode,
       String(event.seller_id), matchingTopics(event.topic, event.state_to),
     ],
+    // Not prepared, as the fan-out (createDeliveries): the filters' webhooks are matched the same way.
   );
   return rows[0]!;
 }

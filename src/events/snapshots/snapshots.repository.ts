@@ -37,6 +37,8 @@ export async function replaceSnapshot(tx: Queryable, key: SnapshotKey, next: Sna
         WHERE ${KEY}
        RETURNING previous.snapshot, previous.state`,
       params,
+      // Prepared, as the insert below: probes of the primary key whatever the plan (intake-plans.test.ts).
+      { prepare: true },
     );
     if (rows[0]) return rows[0];
     const inserted = await tx.query(
@@ -44,6 +46,7 @@ export async function replaceSnapshot(tx: Queryable, key: SnapshotKey, next: Sna
        VALUES ($1, $2, $3, $4, $5::json, $6, $7)
        ON CONFLICT DO NOTHING`,
       params,
+      { prepare: true },
     );
     if (inserted.rowCount > 0) return undefined;
     // Another event of this entity inserted it first and has committed: update its row.
