@@ -27,7 +27,7 @@ async function claimStatements(tx: Queryable): Promise<RecordedStatement[]> {
   return statements;
 }
 
-/** The claim's statements that it sends prepared: the lanes and the streams (the take is planned at every claim). */
+/** The claim's statements that it sends prepared: all three. */
 async function preparedStatements(tx: Queryable): Promise<RecordedStatement[]> {
   const prepared = (await claimStatements(tx)).filter((statement) => statement.prepared);
   assert.ok(prepared.length > 0);
@@ -75,8 +75,7 @@ function assertProbes(statement: RecordedStatement, plan: PlanNode): void {
  * instead of 0.4. They run prepared with a generic plan (claim.ts), kept until something invalidates
  * it (the worker's VACUUM of the queue): a plan made while the queue was short must stay a probe when
  * it is long. Scenario 10 found the take's UPDATE reading all 14 000 waiting rows of a partial index
- * that way, which is why the take is planned at every claim and only the lanes and streams are
- * checked here with a generic plan.
+ * that way, and its entity check, made on a short queue, walked the webhook's rows (take-rows.ts).
  */
 describe('the claim’s plans with stale statistics', () => {
   let db: TestDatabase;

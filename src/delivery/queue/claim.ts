@@ -63,12 +63,11 @@ export interface Claim {
  * again, and the worst outcome is a notification sent twice (at-least-once, docs/delivery.md).
  * Bitmap scans off: with the queue's statistics stale after a burst, the planner ANDed two indexes'
  * bitmaps instead of the few probes of the partial indexes, reading every waiting row
- * (bench/results/history.md, "Planning"). The lanes and the streams are prepared and run with one
+ * (bench/results/history.md, "Planning"). The three statements are prepared and run with one
  * generic plan per connection, kept until the queue's VACUUM: planned once rather than at every
- * claim (their planning cost more than their run: history.md, "The claim prepared"). Sequential
- * scans off, so that a plan made while the queue was short stays a probe once it is long
- * (claim-plans.test.ts). The take is planned at every claim: its generic plan made on a short
- * queue checked each row's entity by walking the webhook's rows.
+ * claim (their planning cost more than their run: history.md, "The claim prepared", "The take
+ * prepared"). Sequential scans off, so that a plan made while the queue was short stays a probe once
+ * it is long (claim-plans.test.ts).
  */
 export const CLAIM_SETTINGS = `SET LOCAL synchronous_commit = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off; SET LOCAL plan_cache_mode = force_generic_plan`;
 

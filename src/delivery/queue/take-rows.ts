@@ -33,10 +33,15 @@ export interface ClaimedDelivery {
  * order), leased to this worker; with each row's webhook and event body. Due by `now`, the claim's
  * time, as the read counted them: a row due since could take the place of a counted one that must
  * wait behind its entity, and the claim would then report nothing left while that one was.
- * The entity check is a correlated min() rather than NOT EXISTS: the subplan is always parameterized
- * by both columns, so it is one probe of deliveries_unfinished_entity even when the planner's
- * statistics are stale (an anti join then read the webhook's whole backlog). SKIP LOCKED below the
- * LIMIT: a row locked by anything else is replaced by the next one rather than dropped.
+ * Prepared, with one generic plan per connection (claim.ts), kept while the queue grows: so every
+ * condition is one that only the intended index can serve (claim-plans.test.ts). The entity check
+ * looks for an earlier unfinished row of the same webhook and entity with row comparisons on
+ * (entity_key, webhook_id, id), which only deliveries_unfinished_entity can take as its bounds, and
+ * with no equality to hash or merge on: one probe a row, whatever the plan. Written as a min() over the two columns, its generic plan made on a short queue walked the
+ * webhook's rows by id (deliveries_queue_webhook_id_id_idx) instead. The UPDATE finds its rows by id
+ * alone: they were locked pending by this statement, and a status check there made the generic plan
+ * scan the partial index of pending rows. SKIP LOCKED below the LIMIT: a row locked by anything else
+ * is replaced by the next one rather than dropped.
  */
 export async function takeRows(
   db: Queryable,
@@ -53,9 +58,9 @@ export async function takeRows(
         CROSS JOIN LATERAL (
           SELECT d.id FROM deliveries_queue d
            WHERE d.webhook_id = q.webhook_id AND ${STREAM} = q.key AND d.status = 'pending' AND d.next_attempt_at <= $1::timestamptz
-             AND d.id = (SELECT min(x.id) FROM deliveries_queue x
-                          WHERE x.webhook_id = d.webhook_id AND x.entity_key = d.entity_key
-                            AND x.status IN ('pending', 'delivering'))
+             AND NOT EXISTS (SELECT 1 FROM deliveries_queue x
+                              WHERE (x.entity_key, x.webhook_id) >= (d.entity_key, d.webhook_id)
+                                AND (x.entity_key, x.webhook_id, x.id) < (d.entity_key, d.webhook_id, d.id))
            ORDER BY d.next_attempt_at, d.id
            LIMIT q.n
            FOR UPDATE OF d SKIP LOCKED
@@ -66,7 +71,7 @@ export async function takeRows(
           SET status = 'delivering', leased_by = $5,
               lease_expires_at = $1::timestamptz + make_interval(secs => $6), updated_at = $1::timestamptz
         -- = ANY(ARRAY(…)) rather than a join to the CTE: the few rows by primary key, not a hash of the queue.
-        WHERE d.id = ANY(ARRAY(SELECT id FROM locked)) AND d.status = 'pending'
+        WHERE d.id = ANY(ARRAY(SELECT id FROM locked))
         RETURNING d.id, d.message_id, d.webhook_id, d.attempts, d.event_id, d.sequence
      )
      -- The webhook and the event of each row by primary key, one probe each: as a join, the planner
@@ -75,11 +80,14 @@ export async function takeRows(
             h.headers, h.headers_encrypted, h.secret_encrypted, h.previous_secret_encrypted, h.previous_secret_expires_at, h.send_traceparent,
             e.body, e.trace_context
        FROM taken t
-      CROSS JOIN LATERAL (SELECT * FROM webhooks w WHERE w.id = t.webhook_id OFFSET 0) h
+      CROSS JOIN LATERAL (SELECT w.tenant_kind, w.tenant_id, w.callback_url, w.headers, w.headers_encrypted, w.secret_encrypted,
+                                 w.previous_secret_encrypted, w.previous_secret_expires_at, w.send_traceparent
+                            FROM webhooks w WHERE w.id = t.webhook_id OFFSET 0) h
       -- The event's body and trace context in one probe by primary key.
       LEFT JOIN LATERAL (SELECT ev.body::text AS body, ev.trace_context FROM events ev WHERE ev.id = t.event_id OFFSET 0) e ON true
       ORDER BY t.id`,
     [options.now, quotas.map((q) => q.webhookId), quotas.map((q) => q.key), quotas.map((q) => q.n), options.workerId, options.leaseSeconds],
+    { prepare: true },
   );
   return rows;
 }
