@@ -37,11 +37,12 @@ export interface ClaimedDelivery {
  * condition is one that only the intended index can serve (claim-plans.test.ts). The entity check
  * looks for an earlier unfinished row of the same webhook and entity with row comparisons on
  * (entity_key, webhook_id, id), which only deliveries_unfinished_entity can take as its bounds, and
- * with no equality to hash or merge on: one probe a row, whatever the plan. Written as a min() over the two columns, its generic plan made on a short queue walked the
- * webhook's rows by id (deliveries_queue_webhook_id_id_idx) instead. The UPDATE finds its rows by id
- * alone: they were locked pending by this statement, and a status check there made the generic plan
- * scan the partial index of pending rows. SKIP LOCKED below the LIMIT: a row locked by anything else
- * is replaced by the next one rather than dropped.
+ * with no equality to hash or merge on: one probe a row, whatever the plan. Written as a min() over
+ * the two columns, its generic plan made on a short queue walked the webhook's rows by id
+ * (deliveries_queue_webhook_id_id_idx) instead. The UPDATE finds its rows by id alone: they were
+ * locked pending by this statement, and a status check there made the generic plan scan the partial
+ * index of pending rows. SKIP LOCKED below the LIMIT: a row locked by anything else is replaced by
+ * the next one rather than dropped.
  */
 export async function takeRows(
   db: Queryable,
