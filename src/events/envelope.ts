@@ -30,7 +30,10 @@ export function topicPath(topic: EventTopic, marketplaceCode: string, stateTo?: 
   return `${kind}/${marketplaceCode}/${action}`;
 }
 
-/** Webhook topics an event reaches: a status change also reaches the subscribers of the status entered. */
+/**
+ * Webhook topics an event reaches: a status change also reaches the subscribers of the status entered.
+ * The first is the event's own topic, the family of them all (events.repository.ts, TOPIC_FAMILY).
+ */
 export function matchingTopics(topic: EventTopic, stateTo?: string | null): string[] {
   return topic === 'order/status_change' ? [topic, `order/status_change/entered_${stateTo}`] : [topic];
 }

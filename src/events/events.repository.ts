@@ -132,8 +132,8 @@ export async function createDeliveries(db: Queryable, fanOut: FanOut): Promise<C
       fanOut.eventRowId, fanOut.marketplaceCode, String(fanOut.sellerId), fanOut.entityKey, fanOut.topics, fanOut.now,
       fanOut.sellerId, fanOut.clockOffsetMs, fanOut.filterMatches ?? [], fanOut.body, DELIVERY_CHANNEL,
     ],
-    // Not prepared: a generic plan made while the webhooks were few matched them by marketplace
-    // alone, and read every webhook of the marketplace once they were many (intake-plans.test.ts).
+    // Prepared: a probe of each table whatever the plan, the webhooks by TOPIC_FAMILY (intake-plans.test.ts).
+    { prepare: true },
   );
   return { count: rows[0]!.count, latest: rows[0]!.latest };
 }
@@ -154,6 +154,16 @@ const NUMBERED = `numbered AS (
      ),`;
 
 /**
+ * A webhook topic's family: the event topic that reaches it, order/status_change for
+ * order/status_change/entered_<status> and the topic itself for the others (matchingTopics). Written
+ * exactly as in the index webhooks_fan_out (migrations/006_fan_out_index.sql): a prepared statement's
+ * generic plan searches it by the marketplace and this equality. With the topics' `= ANY($n)` alone,
+ * a generic plan made on a few webhooks searched by the marketplace only, and read every webhook of
+ * the marketplace once they were many (intake-plans.test.ts).
+ */
+const TOPIC_FAMILY = `split_part(w.topic, '/entered_', 1)`;
+
+/**
  * The conditions of createDeliveries on a webhook `w`, given the placeholders of its parameters, so
  * that filteredWebhooksSql selects exactly the webhooks the fan-out considers.
  */
@@ -161,8 +171,11 @@ function matchingWebhooks(p: { marketplace: string; sellerText: string; topics: 
   return `w.marketplace_code = ${p.marketplace}
           -- 'disabled_by_user' is DISABLED_BY_USER (webhooks.repository.ts) and 'tenant_deactivated'
           -- TENANT_DEACTIVATED (admin/tenant-activation.ts), written out so that the planner can
-          -- match the partial index webhooks_matching_or_held (migrations/001_baseline.sql).
+          -- match the partial index webhooks_fan_out (migrations/006_fan_out_index.sql).
           AND (w.active OR w.disabled_reason IN ('disabled_by_user', 'tenant_deactivated'))
+          -- The topics' family, the event's own topic (the first of matchingTopics), as an equality:
+          -- with the marketplace, what every plan searches webhooks_fan_out by (TOPIC_FAMILY).
+          AND ${TOPIC_FAMILY} = (${p.topics}::text[])[1]
           AND w.topic = ANY(${p.topics}::text[])
           AND (w.seller_id = '*' OR w.seller_id = ${p.sellerText}::text)
           AND (
