@@ -100,8 +100,11 @@ export async function createDeliveries(db: Queryable, fanOut: FanOut): Promise<C
        SELECT w.id, w.active, w.delivery_mode
          FROM webhooks w
         WHERE ${matchingWebhooks({ marketplace: '$2', sellerText: '$3', topics: '$5', sellerInt: '$7' })}
-          -- A webhook with a filter only when the notification matched it (filteredWebhooksSql).
-          AND (w.filter IS NULL OR w.id = ANY($9::bigint[]))
+          -- A webhook with a filter only when the notification matched it (filteredWebhooksSql). IN a
+          -- subquery, which every plan looks up in a hash: w.id = ANY($9) searches the array for each
+          -- webhook in a generic plan, 10 000 × 10 000 for an event matching 10 000 filters (scenario
+          -- 6: 1.1–1.3 s against 0.6–0.8).
+          AND (w.filter IS NULL OR w.id IN (SELECT unnest($9::bigint[])))
         ORDER BY w.id
           FOR KEY SHARE OF w
      ),

@@ -129,18 +129,22 @@ describe('the intake’s plans, on tables that grew after the first events', () 
         const plan = statement.prepared ? await explain(tx, execute(`intake_${i}`, params)) : await explain(tx, statement.sql, params);
         assertProbes(statement, plan);
       }
-      // An event that reaches many webhooks: its fan-out's plan, made on five, reads each once (a
-      // nested loop over a scan of the webhooks, say, would read them all for each).
-      await tx.query(
-        `INSERT INTO webhooks (tenant_kind, tenant_id, marketplace_code, code, name, topic, callback_url, secret_encrypted)
-         SELECT 'seller', '1', 'plans', 'many' || i, 'w', 'order/create', 'http://127.0.0.1:9/', 'x' FROM generate_series(1, $1::int) i`,
+      // An event that reaches many webhooks, each with a filter it matched: its fan-out's plan, made
+      // on five, reads each once (a nested loop over a scan of the webhooks, say, would read them all
+      // for each), and looks the matched ids up in a hash (not the array, once per webhook).
+      const { rows: many } = await tx.query<{ id: number }>(
+        `INSERT INTO webhooks (tenant_kind, tenant_id, marketplace_code, code, name, topic, callback_url, secret_encrypted, filter)
+         SELECT 'seller', '1', 'plans', 'many' || i, 'w', 'order/create', 'http://127.0.0.1:9/', 'x', '{}' FROM generate_series(1, $1::int) i
+         RETURNING id`,
         [MANY],
       );
       const i = statements.findIndex((statement) => statement.name === 'fan-out');
+      const params = [rows[0]!.id, ...statements[i]!.params.slice(1, 8), many.map((webhook) => webhook.id), ...statements[i]!.params.slice(9)];
       await tx.exec(`SET LOCAL plan_cache_mode = force_generic_plan`);
-      const plan = await explain(tx, execute(`intake_${i}`, [rows[0]!.id, ...statements[i]!.params.slice(1)]));
+      const plan = await explain(tx, execute(`intake_${i}`, params));
       const most = busiest(plan);
       assert.ok(most.rows <= 2 * (MATCHING + MANY), `fan-out to ${MATCHING + MANY} webhooks: a node read ${most.rows} rows (${most.node})`);
+      assert.match(JSON.stringify(plan), /\(filter IS NULL\) OR \(hashed SubPlan \d+\)/, 'the fan-out looks the matched filters up in a hash');
     });
   });
 });
