@@ -55,8 +55,8 @@ export async function readIntakeChecks(db: Queryable, principal: Principal, mark
       marketplaceCode, event.seller_id, event.marketplace_connection_id ?? null, eventId, principal.role, principal.sellerId, principal.marketplaceCode,
       String(event.seller_id), matchingTopics(event.topic, event.state_to),
     ],
-    // Prepared, as the fan-out (createDeliveries), whose webhooks the filters' are: a probe of each
-    // table whatever the plan (intake-plans.test.ts).
+    // Prepared, as the fan-out (createDeliveries), whose conditions on webhooks the filters' subquery
+    // shares: a probe of each table whatever the plan (intake-plans.test.ts).
     { prepare: true },
   );
   return rows[0]!;

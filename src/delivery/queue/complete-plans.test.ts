@@ -8,7 +8,7 @@ import { completeAttempts, COMPLETION_SETTINGS } from './complete.js';
 /** What the webhooks and each part of the queue grow to once the plans are made. */
 const GROWN = 20_000;
 
-/** Deliveries of webhook ids from `first`, numbered from `from`, in `status` (a delivering one leased by another worker). */
+/** `count` deliveries spread over the first five webhooks, their events numbered from `from`, in `status` (delivering: leased by another worker). */
 async function seedDeliveries(db: Queryable, from: number, count: number, status: string): Promise<void> {
   await db.query(
     `WITH e AS (
@@ -28,10 +28,10 @@ async function seedDeliveries(db: Queryable, from: number, count: number, status
 /** The completion's statements for one attempt of `delivery`, recorded with their values. */
 async function completionStatements(delivery: { id: number; webhook_id: number }): Promise<RecordedStatement[]> {
   const statements: RecordedStatement[] = [];
-  const record = recordingQueryable(statements, 'completion', () => ({ rows: [], rowCount: 0 }));
-  const recorder = { ...record, exec: async () => {}, transaction: <T>(work: (tx: Queryable) => Promise<T>) => work({ ...record, exec: async () => {} }) } as unknown as Database;
+  // The transaction's statements recorded; its settings (COMPLETION_SETTINGS) are the test's own.
+  const tx: Queryable = { ...recordingQueryable(statements, 'completion', () => ({ rows: [], rowCount: 0 })), exec: async () => {} };
   await completeAttempts(
-    recorder,
+    { transaction: (work: (tx: Queryable) => Promise<unknown>) => work(tx) } as unknown as Database,
     // The start as text: EXECUTE takes the values as literals (query-plans.ts).
     [{ deliveryId: delivery.id, webhookId: delivery.webhook_id, startedAt: new Date().toISOString() as unknown as Date, durationMs: 3, statusCode: 200, error: null, responseBody: 'ok', outcome: { kind: 'succeeded' } }],
     { workerId: 'plans', clockOffsetMs: 0, disableAfterDays: 5 },
