@@ -12,7 +12,7 @@ export interface QueryOptions {
    * Prepare the statement once per connection and reuse it: for the statements of the hot paths
    * whose planning cost as much as their execution — the delivery claim and the completion
    * (bench/results/history.md, "Delivery claim", "The claim prepared", "The take prepared"), the webhook list, login and refresh
-   * (bench/results/api-paths.md), the event intake's event row and snapshot (docs/events.md). Such a statement names its columns, never
+   * (bench/results/api-paths.md), the event intake (docs/events.md). Such a statement names its columns, never
    * `*` of a table: PostgreSQL refuses to run a prepared statement whose result columns changed
    * ("cached plan must not change result type"), as they would once a migration adds a column
    * while the process runs.
