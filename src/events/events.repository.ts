@@ -135,7 +135,8 @@ export async function createDeliveries(db: Queryable, fanOut: FanOut): Promise<C
       fanOut.eventRowId, fanOut.marketplaceCode, String(fanOut.sellerId), fanOut.entityKey, fanOut.topics, fanOut.now,
       fanOut.sellerId, fanOut.clockOffsetMs, fanOut.filterMatches ?? [], fanOut.body, DELIVERY_CHANNEL,
     ],
-    // Prepared: a probe of each table whatever the plan, the webhooks by TOPIC_FAMILY (intake-plans.test.ts).
+    // Prepared: whatever the plan, it reads the event's webhooks by TOPIC_FAMILY (a status change:
+    // those of every status of its marketplace) and probes the rest (intake-plans.test.ts).
     { prepare: true },
   );
   return { count: rows[0]!.count, latest: rows[0]!.latest };

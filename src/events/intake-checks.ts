@@ -56,7 +56,7 @@ export async function readIntakeChecks(db: Queryable, principal: Principal, mark
       String(event.seller_id), matchingTopics(event.topic, event.state_to),
     ],
     // Prepared, as the fan-out (createDeliveries), whose conditions on webhooks the filters' subquery
-    // shares: a probe of each table whatever the plan (intake-plans.test.ts).
+    // shares: its plans stay probes as the tables grow (intake-plans.test.ts).
     { prepare: true },
   );
   return rows[0]!;

@@ -21,7 +21,8 @@ const principal: Principal = { userId: 1, sessionId: 's', sellerId: 1, role: 'se
 
 /**
  * The intake's statements as an event of a new entity sends them, with their values: the checks,
- * the event, the snapshot (the update that finds none, then the insert) and the fan-out.
+ * the event, the snapshot (the update that finds none, then the insert) and the fan-out; then a
+ * status change's checks and fan-out.
  */
 async function intakeStatements(): Promise<RecordedStatement[]> {
   const statements: RecordedStatement[] = [];
