@@ -162,7 +162,8 @@ describe('the intake’s plans, on tables that grew after the first events', () 
       const plan = await explain(tx, execute(`intake_${i}`, params));
       const most = busiest(plan);
       assert.ok(most.rows <= 2 * (MATCHING + MANY), `fan-out to ${MATCHING + MANY} webhooks: a node read ${most.rows} rows (${most.node})`);
-      assert.match(JSON.stringify(plan), /\(filter IS NULL\) OR \(hashed SubPlan \d+\)/, 'the fan-out looks the matched filters up in a hash');
+      // PostgreSQL 15 writes it "(hashed SubPlan 3)", 17 "(ANY (id = (hashed SubPlan 3).col1))".
+      assert.match(JSON.stringify(plan), /\(filter IS NULL\) OR \((ANY \(id = \()?hashed SubPlan \d+/, 'the fan-out looks the matched filters up in a hash');
     });
   });
 });
