@@ -656,7 +656,7 @@ CREATE INDEX webhook_history_created ON public.webhook_history USING btree (crea
 
 CREATE INDEX webhook_history_webhook ON public.webhook_history USING btree (webhook_id, created_at DESC, id DESC);
 
-CREATE INDEX webhooks_fan_out ON public.webhooks USING btree (marketplace_code, split_part(topic, '/entered_'::text, 1), topic) WHERE (active OR (disabled_reason = ANY (ARRAY['disabled_by_user'::text, 'tenant_deactivated'::text])));
+CREATE INDEX webhooks_fan_out ON public.webhooks USING btree (marketplace_code, split_part(topic, '/entered_'::text, 1)) WHERE (active OR (disabled_reason = ANY (ARRAY['disabled_by_user'::text, 'tenant_deactivated'::text])));
 
 CREATE INDEX webhooks_marketplace_code ON public.webhooks USING btree (marketplace_code, code, id);
 

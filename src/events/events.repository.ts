@@ -165,7 +165,7 @@ const NUMBERED = `numbered AS (
  * a generic plan made on a few webhooks searched by the marketplace only, and read every webhook of
  * the marketplace once they were many (intake-plans.test.ts). An event of one topic reads only its
  * webhooks; a status change, which reaches two, reads its marketplace's webhooks of every status and
- * keeps those of the two: only a plan made for its values on analyzed tables searches by the topics.
+ * keeps those of the two.
  */
 const TOPIC_FAMILY = `split_part(w.topic, '/entered_', 1)`;
 
