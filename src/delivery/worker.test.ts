@@ -120,10 +120,8 @@ describe('delivery worker: sending, signing, retries', () => {
     assert.equal(row.status, 'pending');
     assert.equal(row.attempts, 1);
     assert.equal(row.last_status_code, 500);
-    // First retry after 5 s ± 20 %, counted from the completion, which happened between
-    // `before` and `after` (the database clock moves with real time).
-    const due = new Date(row.next_attempt_at).getTime();
-    assert.ok(due - before >= 4000 && due - after <= 6000, `due ${due - before} ms after the send began, ${due - after} ms after it ended`);
+    // First retry after 5 s ± 20 %.
+    assertWaitWithin(row.next_attempt_at, before, after, 4000, 6000);
     // Not due before its time.
     assert.equal((await deliverDue(deliverer)).length, 0);
 
@@ -197,8 +195,7 @@ describe('delivery worker: sending, signing, retries', () => {
     const webhook = await seedWebhook(ctx.db, ctx.keys, { callbackUrl: receiver.url() });
     // [status, Retry-After, the least and the most wait, attempts before]: the scheduled delay after a
     // first attempt is 5 s ± 20 % (DELIVERY_RETRY_JITTER), after a second 30 s ± 20 %; a longer
-    // Retry-After waits that instead. The wait runs from the completion, which happens between the
-    // two database readings around the send (the database clock moves with real time).
+    // Retry-After waits that instead.
     const cases: [number, string, number, number, number?][] = [
       [429, '120', 120_000, 120_000],
       // An HTTP date has whole seconds: up to a second shorter (the test clock stands still).
@@ -218,8 +215,7 @@ describe('delivery worker: sending, signing, retries', () => {
       await resultFor(delivery.id);
       const row = await deliveryRow(ctx.db, delivery.id);
       const after = await databaseNow(ctx.db, ctx.clock);
-      const due = new Date(row.next_attempt_at).getTime();
-      assert.ok(due - before >= least && due - after <= most, `${status} ${header}: due ${due - before} ms after the send began, ${due - after} ms after it ended; expected a wait of ${least}–${most} ms`);
+      assertWaitWithin(row.next_attempt_at, before, after, least, most, `${status} ${header}: `);
     }
   });
 
@@ -430,3 +426,12 @@ describe('delivery worker: sending, signing, retries', () => {
     assert.equal(state.rows[0]!.active, false);
   });
 });
+
+/**
+ * A due time set by a completion that ran between the database readings `before` and `after` (its
+ * clock moves with real time): the wait the completion chose lies within [least, most].
+ */
+function assertWaitWithin(dueAt: string | Date, before: number, after: number, least: number, most: number, label = ''): void {
+  const due = new Date(dueAt).getTime();
+  assert.ok(due - before >= least && due - after <= most, `${label}due ${due - before} ms after the send began, ${due - after} ms after it ended; expected a wait of ${least}–${most} ms`);
+}
